@@ -1,0 +1,203 @@
+// Package failpoints scopes pingcap/failpoint to one simulated world.
+//
+// The library's package-level registry is global to the process, and
+// testscript runs scenarios as parallel subtests of one process, so two
+// scenarios enabling a failpoint at once would see each other's faults. Each
+// world therefore owns a *failpoint.Failpoints of its own (the library's
+// registry type, whose zero value is ready to use); code under test evaluates
+// through the Set it was given. Production passes a nil Set: every failpoint is
+// off and costs one nil check.
+//
+// Only deterministic terms are allowed ("return", "N*return", "off"): the
+// library's "N%" draws from a wall-clock-seeded source and "sleep" sleeps for
+// real, and neither can be replayed.
+//
+// Every failpoint is listed in Catalog with what it simulates; a test in
+// scenarios fails if one is defined but used by no scenario.
+package failpoints
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/pingcap/failpoint"
+)
+
+// Catalog names every failpoint and what it simulates. Names are
+// <package>/<point>; "mutant/<name>" points switch off one guard each so that a
+// test can show that the scenarios guarding it bite.
+var Catalog = map[string]string{
+	// Store faults.
+	"store/first-reason-write": "the write that records a first reason on the row throws",
+	"store/terminal-write":     "the attempt's terminal write throws (its outcome unknown)",
+	"store/mark-running":       "the pending → running write throws with a storage error",
+	"store/admit":              "the admission transaction throws",
+	"store/commit":             "COMMIT fails, so the transaction rolls back and AfterCommit effects are dropped",
+	"store/user-action":        "a user action throws after its writes, before COMMIT",
+
+	// Hooks that let a scenario act between two statements of one event.
+	"runner/before-launch-check": "runs a scenario command right before the launch check",
+	"runner/before-mark-running": "runs a scenario command after D's start returned, before pending → running",
+	"runner/before-publish":      "runs a scenario command after validation, right before the publication transaction",
+
+	// Mutants: each removes one guard.
+	"mutant/no-first-reason-wins":        "settlement ignores the first reason and maps D's result alone",
+	"mutant/free-slot-on-cancel":         "cancel frees the slot at once instead of after settlement",
+	"mutant/retry-ignores-settled":       "retry does not check for an in-memory job or marker",
+	"mutant/publish-ignores-context":     "publication skips the captured-context check",
+	"mutant/no-stale-precedence":         "settlement checks D's stop reason before the context",
+	"mutant/admit-no-slot-check":         "admission does not check slot capacity",
+	"mutant/keep-slot-on-store-refuse":   "a refused admission transaction keeps its slot reservation",
+	"mutant/feedback-unscoped":           "feedbackEvents reads every plan's events, not the identity's",
+	"mutant/choice-no-supersede":         "a changed choice does not supersede the earlier event",
+	"mutant/prep-not-awaited":            "a stop before launch writes the terminal state without awaiting preparation",
+	"mutant/prep-files-kept":             "a failed or stopped preparation leaves its host-side files",
+	"mutant/assignment-no-generation":    "reassigning work does not increase the context generation",
+	"mutant/launch-skips-context":        "the launch check does not check the captured context",
+	"mutant/launch-skips-first-reason":   "the launch check does not check for a first reason",
+	"mutant/lose-memory-reason":          "the terminal write uses only the durable first reason",
+	"mutant/budget-not-enforced":         "the task budget timer is not armed",
+	"mutant/launch-skips-deadline":       "the launch check does not check the attempt deadline",
+	"mutant/time-limit-beats-cancel":     "the time limit moves the task to needs human even when cancel task is pending",
+	"mutant/reject-closes-task":          "reject with feedback closes the task",
+	"mutant/admit-closed-task":           "admission does not check the task status",
+	"mutant/publish-ignores-cancel":      "publication does not check cancel_requested",
+	"mutant/second-reason-writes":        "a second stop overwrites the first reason",
+	"mutant/mark-running-ignores-reason": "pending → running ignores a recorded first reason",
+	"mutant/remove-before-export":        "task storage is removed before the export and terminal write",
+	"mutant/remove-before-commit":        "a completed writable attempt's storage is removed before its commit is taken",
+	"mutant/ledger-outside-publish":      "the ledger entry is written outside the publication transaction",
+	"mutant/retention-delete-first":      "retention deletes a referenced file before clearing its row",
+	"mutant/human-gate-during-attempt":   "the task may move to a human-gated status while an attempt is active",
+	"mutant/late-publish-accepted":       "publication does not check that the attempt is the task's current attempt",
+	"mutant/stop-before-commit":          "a stop inside a user action applies before the commit",
+}
+
+// Set is one world's failpoint registry. A nil *Set has every failpoint off.
+type Set struct {
+	mu    sync.Mutex
+	fps   failpoint.Failpoints
+	on    map[string]bool
+	hooks map[string]func()
+}
+
+// New returns an empty Set.
+func New() *Set { return &Set{on: map[string]bool{}} }
+
+var deterministic = regexp.MustCompile(`^(\d+\*)?return(\(.*\))?$|^off$`)
+
+// Enable turns a catalogued failpoint on with deterministic terms.
+func (s *Set) Enable(name, terms string) error {
+	if _, ok := Catalog[name]; !ok {
+		return fmt.Errorf("unknown failpoint %q (see failpoints.Catalog)", name)
+	}
+	if !deterministic.MatchString(terms) {
+		return fmt.Errorf("failpoint %s: terms %q are not replayable; use return, N*return or off", name, terms)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.fps.Enable(name, terms); err != nil {
+		return err
+	}
+	s.on[name] = true
+	return nil
+}
+
+// Disable turns a failpoint off.
+func (s *Set) Disable(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fps.Disable(name)
+	delete(s.on, name)
+}
+
+// Eval reports whether the failpoint fires now, and its value. It is the only
+// call code under test makes; on a nil Set it returns false at once.
+func (s *Set) Eval(name string) (any, bool) {
+	if s == nil {
+		return nil, false
+	}
+	s.mu.Lock()
+	on := s.on[name]
+	s.mu.Unlock()
+	if !on {
+		return nil, false
+	}
+	v, err := s.fps.Eval(name)
+	if err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+// Fire reports whether the failpoint fires now.
+func (s *Set) Fire(name string) bool {
+	_, ok := s.Eval(name)
+	return ok
+}
+
+// Err returns an error naming the failpoint when it fires, else nil.
+func (s *Set) Err(name string) error {
+	if s.Fire(name) {
+		return fmt.Errorf("failpoint %s", name)
+	}
+	return nil
+}
+
+// Enabled lists the failpoints switched on, sorted.
+func (s *Set) Enabled() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for k := range s.on {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Mutants lists the catalogued mutant names, sorted.
+func Mutants() []string {
+	var out []string
+	for k := range Catalog {
+		if strings.HasPrefix(k, "mutant/") {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SetHook registers fn to run each time code reaches the named point.
+func (s *Set) SetHook(name string, fn func()) error {
+	if _, ok := Catalog[name]; !ok {
+		return fmt.Errorf("unknown failpoint %q (see failpoints.Catalog)", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hooks == nil {
+		s.hooks = map[string]func(){}
+	}
+	s.hooks[name] = fn
+	return nil
+}
+
+// Hook runs the callback registered for name, once, and removes it.
+func (s *Set) Hook(name string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	fn := s.hooks[name]
+	delete(s.hooks, name)
+	s.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}

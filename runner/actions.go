@@ -1,0 +1,196 @@
+package runner
+
+import (
+	"fmt"
+
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// User actions are events: the caller hands the action to the loop and
+// waits. Each runs inside Store.UserAction, so a replayed action ID returns
+// the saved outcome and applies nothing, and a stop's in-memory effect waits
+// for the action's commit.
+
+// ActionRequest names the attempt an action acts on and the caller's view.
+type ActionRequest struct {
+	PlanKey              string
+	AttemptID            string // cancel, retry and run again act on one attempt
+	ExpectedStateVersion int64
+	ActionID             string
+}
+
+func (r ActionRequest) action(kind string) store.Action {
+	return store.Action{PlanKey: r.PlanKey, ActionID: r.ActionID, Kind: kind,
+		Request: struct {
+			AttemptID            string `json:"attemptId"`
+			ExpectedStateVersion int64  `json:"expectedStateVersion"`
+		}{r.AttemptID, r.ExpectedStateVersion}}
+}
+
+func checkVersion(tx *store.Tx, planKey string, expected int64) error {
+	task, err := tx.Task(planKey)
+	if err != nil {
+		return err
+	}
+	if task.StateVersion != expected {
+		return &store.Refusal{Code: store.CodeStaleVersion, Message: fmt.Sprintf("state version is %d, not %d", task.StateVersion, expected)}
+	}
+	return nil
+}
+
+// CancelAttempt stops the current run; the task stays open.
+func (c *Coordinator) CancelAttempt(r ActionRequest) (resp store.Response, err error) {
+	c.deps.Loop.Call(func() {
+		defer c.publish()
+		if !c.open {
+			err = ErrShuttingDown
+			return
+		}
+		resp, err = c.deps.Store.UserAction(r.action("cancel-attempt"), func(tx *store.Tx) (store.Response, error) {
+			if err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion); err != nil {
+				return store.Response{}, err
+			}
+			task, err := tx.Task(r.PlanKey)
+			if err != nil {
+				return store.Response{}, err
+			}
+			if task.CurrentAttemptID != r.AttemptID {
+				return store.Response{}, &store.Refusal{Code: store.CodeNotCurrentAttempt, Message: "that attempt is not the task's current attempt"}
+			}
+			j := c.jobs[r.PlanKey]
+			if j == nil || j.attemptID != r.AttemptID {
+				return store.Response{}, &store.Refusal{Code: store.CodeIllegal, Message: "that attempt is not running in this process"}
+			}
+			if !c.stop(j, words.ReasonCancelled, "", tx) {
+				return store.Response{Outcome: "already-stopping", AttemptID: r.AttemptID, Message: "A stop was already requested: " + j.firstReason}, nil
+			}
+			return store.Response{Outcome: "stopping", AttemptID: r.AttemptID, Message: words.LabelStopping}, nil
+		})
+	})
+	return
+}
+
+// CancelTask closes the task, or with an active attempt records first reason
+// cancelled and cancel_requested in one transaction ("Stopping, then
+// cancelling"); the attempt's terminal write then closes the task.
+func (c *Coordinator) CancelTask(r ActionRequest) (resp store.Response, err error) {
+	c.deps.Loop.Call(func() {
+		defer c.publish()
+		if !c.open {
+			err = ErrShuttingDown
+			return
+		}
+		resp, err = c.deps.Store.UserAction(r.action("cancel-task"), func(tx *store.Tx) (store.Response, error) {
+			if err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion); err != nil {
+				return store.Response{}, err
+			}
+			j := c.jobs[r.PlanKey]
+			if j != nil && j.firstReason != "" {
+				// The first reason is already held (maybe unsaved): keep
+				// it; only cancel_requested is new.
+				outcome, attemptID, err := tx.CancelTask(r.PlanKey, r.ActionID, false)
+				return cancelTaskResponse(outcome, attemptID), err
+			}
+			outcome, attemptID, err := tx.CancelTask(r.PlanKey, r.ActionID, true)
+			if err != nil {
+				return store.Response{}, err
+			}
+			if j != nil && attemptID == j.attemptID {
+				tx.AfterCommit(func() { c.applyStop(j, words.ReasonCancelled, "", true) })
+				if c.fp.Fire("mutant/stop-before-commit") {
+					c.applyStop(j, words.ReasonCancelled, "", true)
+				}
+			}
+			return cancelTaskResponse(outcome, attemptID), nil
+		})
+	})
+	return
+}
+
+func cancelTaskResponse(outcome, attemptID string) store.Response {
+	if outcome == store.CancelTaskStopping {
+		return store.Response{Outcome: outcome, AttemptID: attemptID, Message: words.StoppingThenCancel}
+	}
+	return store.Response{Outcome: outcome, Message: "Task cancelled"}
+}
+
+// Retry admits a new attempt for a failed or cancelled one whose context is
+// still current (every check of "Retry").
+func (c *Coordinator) Retry(r ActionRequest) (resp store.Response, err error) {
+	return c.again(r, "retry", func(tx *store.Tx) (store.Attempt, *store.Context, error) {
+		a, err := tx.CheckRetry(r.PlanKey, r.AttemptID, r.ExpectedStateVersion)
+		return a, &a.Context, err
+	})
+}
+
+// RunAgain is "Run again on the current code" for a stale attempt: a new
+// request that captures a fresh context.
+func (c *Coordinator) RunAgain(r ActionRequest) (resp store.Response, err error) {
+	return c.again(r, "run-again", func(tx *store.Tx) (store.Attempt, *store.Context, error) {
+		a, err := tx.CheckRunAgain(r.PlanKey, r.AttemptID, r.ExpectedStateVersion)
+		return a, nil, err
+	})
+}
+
+func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) (store.Attempt, *store.Context, error)) (resp store.Response, err error) {
+	c.deps.Loop.Call(func() {
+		defer c.publish()
+		if !c.open {
+			err = ErrShuttingDown
+			return
+		}
+		var release func()
+		resp, err = c.deps.Store.UserAction(r.action(kind), func(tx *store.Tx) (store.Response, error) {
+			last, captured, err := check(tx)
+			if err != nil {
+				return store.Response{}, err
+			}
+			if c.fp.Fire("mutant/retry-ignores-settled") {
+				delete(c.jobs, r.PlanKey)
+				delete(c.markers, r.PlanKey)
+			}
+			if release, err = c.reserve(r.PlanKey, last.Kind); err != nil {
+				return store.Response{}, err
+			}
+			a, err := tx.Admit(store.AdmitRequest{PlanKey: r.PlanKey, Kind: last.Kind, Item: last.Item,
+				ExpectedStateVersion: r.ExpectedStateVersion, Captured: captured,
+				AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget})
+			if err != nil {
+				return store.Response{}, err
+			}
+			tx.AfterCommit(func() { release = nil; c.startJob(a) })
+			return store.Response{Outcome: "admitted", AttemptID: a.ID}, nil
+		})
+		if release != nil {
+			release() // the action rolled back: free the reservation in this same event
+		}
+	})
+	return
+}
+
+// ChangeContext runs a context-changing write (a new plan revision, snapshot,
+// assignment or referenced code) and, when it makes the task's active
+// attempt non-current, records first reason stale on it (detected staleness).
+func (c *Coordinator) ChangeContext(planKey string, change func(tx *store.Tx) error) (err error) {
+	c.deps.Loop.Call(func() {
+		defer c.publish()
+		if err = c.deps.Store.Update(change); err != nil {
+			return
+		}
+		j := c.jobs[planKey]
+		if j == nil || j.settled != nil {
+			return
+		}
+		a, aerr := c.deps.Store.Attempt(j.attemptID)
+		present, perr := c.deps.Store.PresentContext(planKey)
+		if aerr != nil || perr != nil {
+			return
+		}
+		if cause := store.StaleCause(a.Context, present); cause != "" {
+			c.trace("context changed for %s: %s", j.attemptID, cause)
+			c.stop(j, words.ReasonStale, cause, nil)
+		}
+	})
+	return
+}

@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// job is the in-memory holder of one active attempt: its first reason, its
+// preparation, its handle and its storage. It is removed only after D settled
+// (or preparation ended), the terminal write succeeded, and every resource was
+// released; otherwise it turns into a marker.
+type job struct {
+	attemptID string
+	planKey   string
+	kind      string
+	writable  bool
+
+	firstReason string // the first stop reason; later reasons never replace it
+	staleCause  string // for first reason stale
+	reasonSaved bool   // false while the first-reason write has failed
+
+	// preparation
+	prepCancel    context.CancelFunc       // aborts the in-flight preparation step; nil when none
+	prepBusy      bool                     // a preparation step is in flight
+	prepTimedOut  bool                     // the attempt deadline aborted preparation
+	storage       dadapter.TaskFilesystems // nil until allocation returns
+	clone         *dadapter.Clone
+	deadlineTimer Timer
+	budgetTimer   Timer
+
+	handle        dadapter.Handle // nil until D's start returned
+	startNotSaved bool            // pending → running failed for a storage error
+	settled       *dadapter.Settlement
+	finding       string // safety finding from the audit
+}
+
+// AdmitRequest asks for one new attempt.
+type AdmitRequest struct {
+	PlanKey              string
+	Kind                 string
+	Item                 *int
+	ExpectedStateVersion int64
+}
+
+// Admit admits one attempt: in one event, the in-memory checks and the slot
+// reservation, then the Store transaction, releasing the reservation in the
+// same event if the transaction refuses or throws. It returns the attempt ID.
+func (c *Coordinator) Admit(r AdmitRequest) (attemptID string, err error) {
+	c.deps.Loop.Call(func() {
+		attemptID, err = c.admit(r, nil)
+		c.publish()
+	})
+	return
+}
+
+// reserve is admission's in-memory half. It returns a release func.
+func (c *Coordinator) reserve(planKey, kind string) (func(), error) {
+	if !c.open {
+		return nil, ErrShuttingDown
+	}
+	if !slices.Contains(c.cfg.Kinds, kind) {
+		return nil, &store.Refusal{Code: store.CodeKindNotAllowed, Message: fmt.Sprintf("this runner does not run %q attempts", kind)}
+	}
+	if c.unreleased {
+		return nil, &store.Refusal{Code: store.CodeActiveAttempt, Message: "D could not remove some resources; admission stays closed until restart"}
+	}
+	if j := c.jobs[planKey]; j != nil {
+		return nil, &store.Refusal{Code: store.CodeActiveAttempt, Message: fmt.Sprintf("attempt %s is still held in memory", j.attemptID)}
+	}
+	if m := c.markers[planKey]; m != nil {
+		return nil, &store.Refusal{Code: store.CodeActiveAttempt, Message: "needs restart: " + m.reason}
+	}
+	if c.slotsUsed >= c.cfg.Slots && !c.fp.Fire("mutant/admit-no-slot-check") {
+		return nil, &store.Refusal{Code: store.CodeActiveAttempt, Message: "no free runner slot"}
+	}
+	c.slotsUsed++
+	released := false
+	return func() {
+		if !released && !c.fp.Fire("mutant/keep-slot-on-store-refuse") {
+			released = true
+			c.slotsUsed--
+		}
+	}, nil
+}
+
+// admit runs both halves. With tx non-nil the Store half joins the caller's
+// transaction (a user action), and the job starts only after it commits.
+func (c *Coordinator) admit(r AdmitRequest, tx *store.Tx) (string, error) {
+	release, err := c.reserve(r.PlanKey, r.Kind)
+	if err != nil {
+		c.trace("admit %s %s refused: %v", r.PlanKey, r.Kind, err)
+		return "", err
+	}
+	req := store.AdmitRequest{PlanKey: r.PlanKey, Kind: r.Kind, Item: r.Item, ExpectedStateVersion: r.ExpectedStateVersion,
+		AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget}
+	a, err := c.deps.Store.Admit(req)
+	if err != nil {
+		release()
+		c.trace("admit %s %s refused: %v", r.PlanKey, r.Kind, err)
+		return "", err
+	}
+	c.startJob(a)
+	return a.ID, nil
+}
+
+// startJob creates the job for an admitted attempt and starts preparation.
+func (c *Coordinator) startJob(a store.Attempt) {
+	j := &job{attemptID: a.ID, planKey: a.PlanKey, kind: a.Kind, writable: words.Writable(a.Kind), reasonSaved: true}
+	c.jobs[a.PlanKey] = j
+	c.trace("admitted %s %s %s pending", a.PlanKey, a.Kind, a.ID)
+	c.armTimers(j, a)
+	c.prepareStorage(j)
+}

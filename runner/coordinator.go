@@ -1,0 +1,210 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/failpoints"
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// Store is what the coordinator needs of the durable records. *store.Store
+// implements it; the coordinator never reaches SQLite another way.
+type Store interface {
+	Update(fn func(*store.Tx) error) error
+	View(fn func(*store.Tx) error) error
+	UserAction(a store.Action, fn func(*store.Tx) (store.Response, error)) (store.Response, error)
+	Admit(r store.AdmitRequest) (store.Attempt, error)
+	Task(planKey string) (store.Task, error)
+	Attempt(id string) (store.Attempt, error)
+	Attempts(planKey string) ([]store.Attempt, error)
+	PresentContext(planKey string) (store.Context, error)
+}
+
+// Config is the runner block of the configuration.
+type Config struct {
+	Slots          int           // runner slots; codeboost 1.0 runs one task at a time (default 1)
+	Kinds          []string      // attempt kinds this runner accepts (default: every kind)
+	AttemptTimeout time.Duration // each attempt's deadline (default 30 min)
+	Budget         time.Duration // whole-task time budget (default 2 h)
+	Root           string        // runner root; attempt directories live under <Root>/<owner>/attempts
+	Owner          string        // runner owner token, 32 lowercase hex
+	DiagnosticsDir string        // default <Root>; files go in <DiagnosticsDir>/<owner>/diagnostics
+	DiagnosticsCap int64         // default 256 MiB
+	ExportMax      int           // partial-output bytes (default 1 MiB)
+	ExportTimeout  time.Duration // default 60 s
+}
+
+func (c *Config) defaults() error {
+	if c.Slots <= 0 {
+		c.Slots = 1
+	}
+	if len(c.Kinds) == 0 {
+		c.Kinds = []string{words.KindPlanning, words.KindQuestion, words.KindReview, words.KindCheck,
+			words.KindExecute, words.KindFix, words.KindRebaseFix}
+	}
+	if c.AttemptTimeout <= 0 {
+		c.AttemptTimeout = 30 * time.Minute
+	}
+	if c.Budget <= 0 {
+		c.Budget = 2 * time.Hour
+	}
+	if c.DiagnosticsDir == "" {
+		c.DiagnosticsDir = c.Root
+	}
+	if c.DiagnosticsCap <= 0 {
+		c.DiagnosticsCap = 256 << 20
+	}
+	if c.ExportMax <= 0 {
+		c.ExportMax = 1 << 20
+	}
+	if c.ExportTimeout <= 0 {
+		c.ExportTimeout = 60 * time.Second
+	}
+	if !ids.ValidToken(c.Owner) {
+		return fmt.Errorf("runner: owner token %q is not 32 lowercase hex", c.Owner)
+	}
+	if c.Root == "" || !filepath.IsAbs(c.Root) {
+		return fmt.Errorf("runner: root %q must be an absolute path", c.Root)
+	}
+	return nil
+}
+
+// Deps are the coordinator's injected parts.
+type Deps struct {
+	Store      Store
+	Capability store.Capability // for settlement writes past the closed write gate
+	D          dadapter.D
+	Clock      Clock
+	Loop       Loop
+	IDs        ids.Source
+	Failpoints *failpoints.Set // nil in production
+	// Audit inspects what a writable attempt that ended badly on its own
+	// left behind, and returns a safety finding or "". Optional.
+	Audit func(a store.Attempt, s dadapter.Settlement) string
+	// Trace receives one line per decision, for scenarios and logs. Optional.
+	Trace func(line string)
+}
+
+// Coordinator is the runner: admission, slots, jobs, first reasons, launch,
+// settlement, publication, retry, cancel and time limits. Every field below
+// the line is owned by the loop; other goroutines read only the published
+// snapshot.
+type Coordinator struct {
+	cfg  Config
+	deps Deps
+	fp   *failpoints.Set
+
+	snap atomic.Pointer[snapshot] // published after each event; read by Status
+
+	// owned by the loop
+	open       bool               // open → closing, never back
+	slotsUsed  int                // reserved or held slots
+	jobs       map[string]*job    // by plan key; at most one per task
+	markers    map[string]*marker // by plan key; only startup recovery clears them
+	unreleased bool               // D reported resources it could not remove: closed to new work
+}
+
+// ErrShuttingDown is returned by every admission once the coordinator is
+// closing.
+var ErrShuttingDown = errors.New("the runner is shutting down")
+
+// New builds a coordinator. It starts open only after Open is called, which
+// production does at the end of startup recovery.
+func New(cfg Config, deps Deps) (*Coordinator, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	if deps.Store == nil || deps.D == nil || deps.Clock == nil || deps.Loop == nil || deps.IDs == nil {
+		return nil, errors.New("runner: Store, D, Clock, Loop and IDs are required")
+	}
+	c := &Coordinator{cfg: cfg, deps: deps, fp: deps.Failpoints, jobs: map[string]*job{}, markers: map[string]*marker{}}
+	c.publish()
+	return c, nil
+}
+
+// Open opens admission (startup recovery step 8).
+func (c *Coordinator) Open() {
+	c.deps.Loop.Call(func() { c.open = true; c.trace("runner open"); c.publish() })
+}
+
+// StopAdmission makes the coordinator reject admission (open → closing).
+// Shutdown's remaining steps belong to issue 3.
+func (c *Coordinator) StopAdmission() {
+	c.deps.Loop.Call(func() { c.open = false; c.trace("runner closing"); c.publish() })
+}
+
+func (c *Coordinator) trace(format string, args ...any) {
+	if c.deps.Trace != nil {
+		c.deps.Trace(fmt.Sprintf(format, args...))
+	}
+}
+
+// attemptDir is <root>/<owner>/attempts/<attemptId>; the ID has passed the
+// UUID check before it gets here.
+func (c *Coordinator) attemptDir(attemptID string) string {
+	return filepath.Join(c.cfg.Root, c.cfg.Owner, "attempts", attemptID)
+}
+
+// marker replaces a job whose terminal write, start or removal failed. It
+// holds the slot and blocks admission and retry for the task until startup
+// recovery reconciles the row.
+type marker struct {
+	attemptID   string
+	reason      string // one of the four words of messages.md
+	firstReason string // kept in memory when the write that would hold it failed
+}
+
+// snapshot is the immutable view of in-memory facts that Status reads.
+type snapshot struct {
+	open       bool
+	slotsUsed  int
+	unreleased bool
+	tasks      map[string]taskFacts
+}
+
+type taskFacts struct {
+	attemptID     string
+	stopReason    string // first reason held in memory
+	stopSaved     bool
+	unresolved    string // marker reason
+	markerAttempt string
+}
+
+// publish stores a fresh snapshot; called at the end of every event.
+func (c *Coordinator) publish() {
+	s := &snapshot{open: c.open, slotsUsed: c.slotsUsed, unreleased: c.unreleased, tasks: map[string]taskFacts{}}
+	for k, j := range c.jobs {
+		s.tasks[k] = taskFacts{attemptID: j.attemptID, stopReason: j.firstReason, stopSaved: j.reasonSaved}
+	}
+	for k, m := range c.markers {
+		f := s.tasks[k]
+		f.unresolved, f.markerAttempt = m.reason, m.attemptID
+		if f.attemptID == "" {
+			f.attemptID, f.stopReason = m.attemptID, m.firstReason
+		}
+		s.tasks[k] = f
+	}
+	c.snap.Store(s)
+}
+
+// SlotsUsed reports the slots held right now (from the snapshot).
+func (c *Coordinator) SlotsUsed() int { return c.snap.Load().slotsUsed }
+
+// Jobs lists the plan keys with an in-memory job or marker, sorted.
+func (c *Coordinator) Jobs() []string {
+	s := c.snap.Load()
+	var out []string
+	for k := range s.tasks {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

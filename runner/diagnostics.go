@@ -1,0 +1,181 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// Diagnostics files are kept per database, in
+// <DiagnosticsDir>/<owner>/diagnostics: retention reads references only from
+// its own Store, so runners of databases sharing a directory never see each
+// other's files. Each file is written owner-only through an exclusive
+// temporary file and renamed to <attemptId>.diff, so a retry overwrites
+// instead of duplicating.
+
+func (c *Coordinator) diagnosticsDir() string {
+	return filepath.Join(c.cfg.DiagnosticsDir, c.cfg.Owner, "diagnostics")
+}
+
+// exportPartial runs D's bounded export under its own deadline (never cut
+// short by a stop) and saves it; done gets the file name or the diagnostic
+// of a failed export.
+func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := c.deps.Clock.AfterFunc(c.cfg.ExportTimeout, cancel)
+	c.trace("export %s", j.attemptID)
+	c.deps.D.ExportTaskDiff(ctx, j.storage, c.cfg.ExportMax, func(r dadapter.ExportResult, err error) {
+		c.deps.Loop.Post(func() {
+			timer.Stop()
+			cancel()
+			if err == nil && ctx.Err() != nil {
+				err = errors.New("export deadline passed")
+			}
+			if err != nil {
+				c.trace("export failed %s: %v", j.attemptID, err)
+				done("", words.PartialExportFailedBecause(err.Error()))
+				c.publish()
+				return
+			}
+			data := r.Diff
+			if r.Truncated {
+				data = append(append([]byte{}, data...), []byte("\ncodeboost: the diff was cut at its byte limit\n")...)
+			}
+			ref, err := c.saveDiagnostic(j.attemptID, data)
+			if err != nil {
+				c.trace("export not saved %s: %v", j.attemptID, err)
+				done("", words.PartialExportFailedBecause(err.Error()))
+			} else {
+				c.trace("export saved %s %s", j.attemptID, ref)
+				done(ref, "")
+			}
+			c.publish()
+		})
+	})
+}
+
+// saveDiagnostic writes data as <attemptId>.diff, owner-only, through an
+// exclusive temporary file, and stamps it with the injected clock so that
+// retention's "oldest first" is replayable.
+func (c *Coordinator) saveDiagnostic(attemptID string, data []byte) (string, error) {
+	if !ids.ValidUUID(attemptID) {
+		return "", fmt.Errorf("attempt ID %q is not safe as a file name", attemptID)
+	}
+	dir := c.diagnosticsDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	name := attemptID + ".diff"
+	tmp := filepath.Join(dir, "."+attemptID+"."+c.deps.IDs.Token()+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, werr := f.Write(data)
+	if serr := f.Sync(); werr == nil {
+		werr = serr
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		now := c.deps.Clock.Now()
+		werr = os.Chtimes(tmp, now, now)
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, filepath.Join(dir, name))
+	}
+	if werr != nil {
+		os.Remove(tmp)
+		return "", werr
+	}
+	return name, nil
+}
+
+type diagFile struct {
+	name string
+	size int64
+	mod  int64
+}
+
+// retention keeps the diagnostics directory under its cap. Unreferenced
+// files go first, oldest first. Then the oldest referenced file: its row's
+// diagnostic_ref is cleared and noted in one transaction, and only after that
+// commit is the file deleted, so no row ever points at a missing file.
+func (c *Coordinator) retention() {
+	dir := c.diagnosticsDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	var files []diagFile
+	var total int64
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".diff") {
+			continue // never follow a link or touch what is not ours
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		files = append(files, diagFile{e.Name(), info.Size(), info.ModTime().UnixNano()})
+		total += info.Size()
+	}
+	if total <= c.cfg.DiagnosticsCap {
+		return
+	}
+	sort.Slice(files, func(a, b int) bool {
+		if files[a].mod != files[b].mod {
+			return files[a].mod < files[b].mod
+		}
+		return files[a].name < files[b].name
+	})
+	var refs map[string]string
+	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { refs, err = tx.DiagnosticRefs(); return err }); err != nil {
+		return
+	}
+	for _, f := range files {
+		if total <= c.cfg.DiagnosticsCap {
+			return
+		}
+		if _, ok := refs[f.name]; ok {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, f.name)); err == nil || errors.Is(err, fs.ErrNotExist) {
+			total -= f.size
+			c.trace("retention removed unreferenced %s", f.name)
+		}
+	}
+	for _, f := range files {
+		if total <= c.cfg.DiagnosticsCap {
+			return
+		}
+		attemptID, ok := refs[f.name]
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, f.name)
+		if c.fp.Fire("mutant/retention-delete-first") {
+			os.Remove(path)
+		}
+		if err := c.deps.Capability.Update(func(tx *store.Tx) error { return tx.ClearDiagnosticRef(attemptID) }); err != nil {
+			c.trace("retention could not clear %s: %v", f.name, err)
+			return
+		}
+		if err := os.Remove(path); err == nil || errors.Is(err, fs.ErrNotExist) {
+			total -= f.size
+			c.trace("retention removed referenced %s", f.name)
+		}
+	}
+}

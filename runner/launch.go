@@ -1,0 +1,271 @@
+package runner
+
+import (
+	"context"
+	"os"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// Preparation is its own abortable unit, tracked by the job like an
+// invocation: the storage allocation (D), then the task clone (the helper
+// runs git in its own process group under the fixed attempt directory). Each
+// step reports back as an event. A stop aborts the in-flight step and waits
+// for it to report; only then are host-side files removed and the terminal
+// state written (the "Launch" table).
+
+func (c *Coordinator) prepareStorage(j *job) {
+	allocationID := c.deps.IDs.UUID()
+	// The allocation ID is saved on the row before allocation starts, so a
+	// crash mid-allocation still leaves a row that matches what D created.
+	if err := c.deps.Store.Update(func(tx *store.Tx) error { return tx.SetAllocation(j.attemptID, allocationID) }); err != nil {
+		c.endWithoutHandle(j, words.Failed, "preparation could not be saved: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	j.prepCancel, j.prepBusy = cancel, true
+	owner := dadapter.StorageOwner{RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, AllocationID: allocationID}
+	c.trace("prepare storage %s", j.attemptID)
+	c.deps.D.PrepareTaskFilesystems(ctx, owner, c.onGroup(j), func(fs dadapter.TaskFilesystems, err error) {
+		c.deps.Loop.Post(func() { c.storagePrepared(j, fs, err); c.publish() })
+	})
+}
+
+func (c *Coordinator) storagePrepared(j *job, fs dadapter.TaskFilesystems, err error) {
+	j.prepBusy = false
+	if fs != nil {
+		j.storage = fs
+		c.trace("storage ready %s", j.attemptID)
+		if werr := c.deps.Store.Update(func(tx *store.Tx) error {
+			return tx.SetStorageBaseline(j.attemptID, fs.MetadataBaseline(), fs.Base())
+		}); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil {
+		c.preparationFailed(j, "task storage: "+err.Error())
+		return
+	}
+	if c.preparationStopped(j) {
+		return
+	}
+	c.prepareClone(j)
+}
+
+func (c *Coordinator) prepareClone(j *job) {
+	dir := c.attemptDir(j.attemptID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		c.preparationFailed(j, "attempt directory: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	j.prepCancel, j.prepBusy = cancel, true
+	c.trace("clone %s", j.attemptID)
+	c.deps.D.CreateTaskClone(ctx, dir, c.onGroup(j), func(cl dadapter.Clone, err error) {
+		c.deps.Loop.Post(func() { c.clonePrepared(j, cl, err); c.publish() })
+	})
+}
+
+func (c *Coordinator) clonePrepared(j *job, cl dadapter.Clone, err error) {
+	j.prepBusy = false
+	if err != nil {
+		c.preparationFailed(j, "clone: "+err.Error())
+		return
+	}
+	j.clone = &cl
+	c.trace("clone ready %s", j.attemptID)
+	if c.preparationStopped(j) {
+		return
+	}
+	c.launch(j)
+}
+
+// onGroup saves each preparation process group in the same turn as the
+// spawn. The callback may come from another goroutine, so the write is posted.
+func (c *Coordinator) onGroup(j *job) func(dadapter.ProcessGroup) {
+	return func(g dadapter.ProcessGroup) {
+		c.deps.Loop.Post(func() {
+			c.deps.Store.Update(func(tx *store.Tx) error {
+				return tx.SetPreparationGroup(j.attemptID, g.PGID, g.StartedAt, g.Identity)
+			})
+		})
+	}
+}
+
+// preparationStopped ends a job whose preparation was stopped or timed out
+// while a step ran; it reports whether it did.
+func (c *Coordinator) preparationStopped(j *job) bool {
+	switch {
+	case j.firstReason != "":
+		c.endWithoutHandle(j, terminalForReason(j.firstReason), "")
+		return true
+	case j.prepTimedOut:
+		c.endWithoutHandle(j, words.Failed, words.TimedOutWhilePreparing)
+		return true
+	}
+	return false
+}
+
+// preparationFailed: the step has already stopped its own subprocesses.
+func (c *Coordinator) preparationFailed(j *job, diag string) {
+	if c.preparationStopped(j) {
+		return
+	}
+	c.endWithoutHandle(j, words.Failed, diag)
+}
+
+// abortPreparation aborts the in-flight step. Unless a mutant says so, the
+// job waits for that step to report before it ends.
+func (c *Coordinator) abortPreparation(j *job) {
+	if j.prepCancel != nil {
+		j.prepCancel()
+	}
+	if j.prepBusy && c.fp.Fire("mutant/prep-not-awaited") {
+		j.prepBusy = false
+		c.preparationStopped(j)
+	}
+}
+
+// launch is the launch check and D's start call, in one event with no await
+// between them.
+func (c *Coordinator) launch(j *job) {
+	c.fp.Hook("runner/before-launch-check")
+	if c.jobs[j.planKey] != j {
+		return // the hook ended the job
+	}
+	var a store.Attempt
+	var task store.Task
+	var present store.Context
+	err := c.deps.Store.View(func(tx *store.Tx) (err error) {
+		if a, err = tx.Attempt(j.attemptID); err != nil {
+			return err
+		}
+		if task, err = tx.Task(j.planKey); err != nil {
+			return err
+		}
+		present, err = tx.PresentContext(j.planKey)
+		return err
+	})
+	if err != nil {
+		c.endWithoutHandle(j, words.Failed, "launch check: "+err.Error())
+		return
+	}
+	if a.FirstReason != "" && j.firstReason == "" {
+		j.firstReason, j.staleCause = a.FirstReason, a.StaleCause
+	}
+	if j.firstReason != "" && !c.fp.Fire("mutant/launch-skips-first-reason") {
+		c.trace("launch check %s: first reason %s", j.attemptID, j.firstReason)
+		c.endWithoutHandle(j, terminalForReason(j.firstReason), "")
+		return
+	}
+	if cause := store.StaleCause(a.Context, present); cause != "" && !c.fp.Fire("mutant/launch-skips-context") {
+		c.trace("launch check %s: not current (%s)", j.attemptID, cause)
+		j.staleCause = cause
+		c.endWithoutHandle(j, words.Stale, cause)
+		return
+	}
+	now := c.deps.Clock.Now()
+	if task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline) {
+		c.trace("launch check %s: task budget spent", j.attemptID)
+		c.stop(j, words.ReasonTimeLimit, "", nil)
+		return
+	}
+	if !now.Before(a.Deadline) && !c.fp.Fire("mutant/launch-skips-deadline") {
+		c.trace("launch check %s: deadline passed", j.attemptID)
+		c.endWithoutHandle(j, words.Failed, words.TimedOutWhilePreparing)
+		return
+	}
+	in := dadapter.InvocationInput{
+		RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, Phase: a.Phase, Deadline: a.Deadline, Storage: j.storage,
+		Context: dadapter.InvocationContext{SnapshotID: a.Context.SnapshotID, PlanID: a.Context.PlanID,
+			PlanRevision: a.Context.PlanRevision, AssignmentID: a.Context.AssignmentID,
+			ReferencedCodeHash: a.Context.ReferencedCodeHash, StateVersion: a.Context.Generation},
+	}
+	h, err := c.deps.D.Start(in)
+	if err != nil {
+		c.trace("d start %s threw: %v", j.attemptID, err)
+		if j.firstReason != "" {
+			c.endWithoutHandle(j, terminalForReason(j.firstReason), "")
+		} else {
+			c.endWithoutHandle(j, words.Failed, "launch: "+err.Error())
+		}
+		return
+	}
+	c.trace("d started %s", j.attemptID)
+	j.handle = h
+	h.OnSettled(func(s dadapter.Settlement) {
+		c.deps.Loop.Post(func() { c.settled(j, s); c.publish() })
+	})
+	c.fp.Hook("runner/before-mark-running")
+	err = c.deps.Store.Update(func(tx *store.Tx) error { return tx.MarkRunning(j.attemptID) })
+	switch {
+	case err == nil:
+		c.trace("running %s", j.attemptID)
+	case store.RefusalCode(err) == store.CodeFirstReasonSet:
+		// A stop landed while preparation finished: a normal stop.
+		if a, rerr := c.deps.Store.Attempt(j.attemptID); rerr == nil && j.firstReason == "" {
+			j.firstReason, j.staleCause = a.FirstReason, a.StaleCause
+		}
+		c.trace("pending → running refused %s: first reason %s", j.attemptID, j.firstReason)
+		h.Cancel(dReason(j.firstReason))
+	default:
+		c.trace("pending → running failed %s: %v", j.attemptID, err)
+		j.startNotSaved = true
+		h.Cancel(dadapter.StopCaptureFailure)
+	}
+}
+
+// endWithoutHandle ends an attempt that never got a handle, in the order of
+// the "Launch" table: remove only the host-side files, write the terminal
+// state, then remove any task storage, then free the slot.
+func (c *Coordinator) endWithoutHandle(j *job, state, diag string) {
+	c.stopTimers(j)
+	c.removeHostFiles(j, func() {
+		c.writeTerminal(j, outcome{state: state, diagnostic: diag, staleCause: j.staleCause}, func() { c.release(j) })
+	})
+}
+
+// removeHostFiles removes the attempt directory (and the clone in it).
+func (c *Coordinator) removeHostFiles(j *job, next func()) {
+	dir := c.attemptDir(j.attemptID)
+	if c.fp.Fire("mutant/prep-files-kept") {
+		next()
+		return
+	}
+	var err error
+	c.deps.Loop.Go(func() { err = os.RemoveAll(dir) }, func() {
+		if err != nil {
+			c.trace("host files of %s not removed: %v", j.attemptID, err)
+			c.toMarker(j, words.PreparationNotRemoved)
+			c.publish()
+			return
+		}
+		c.trace("host files removed %s", j.attemptID)
+		next()
+		c.publish()
+	})
+}
+
+func terminalForReason(reason string) string {
+	switch reason {
+	case words.ReasonStale:
+		return words.Stale
+	case "":
+		return words.Failed
+	}
+	return words.Cancelled
+}
+
+// dReason maps F's first reason to the D stop reason passed to Cancel. D has
+// no stale value: F passes cancelled and keeps the real cause itself.
+func dReason(reason string) dadapter.StopReason {
+	switch reason {
+	case words.ReasonShutdown:
+		return dadapter.StopShutdown
+	case words.ReasonTimeLimit:
+		return dadapter.StopTimeout
+	}
+	return dadapter.StopCancelled
+}

@@ -1,0 +1,379 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// outcome is a terminal decision: a terminal state with its diagnostic, or
+// publish (completed, if the compare-and-swap succeeds).
+type outcome struct {
+	publish       bool
+	state         string
+	diagnostic    string
+	staleCause    string
+	diagnosticRef string // partial-output file, set by the export
+}
+
+// SettleInput is what rule 2 looks at.
+type SettleInput struct {
+	FirstReason    string // "" for none
+	StaleCause     string // with first reason stale
+	StopReason     dadapter.StopReason
+	ExitCode       int
+	OutputValid    bool   // output passes validation
+	ContextCurrent bool   // the captured context still matches the present
+	PresentCause   string // what changed, when not current
+	Diagnostic     string // D's bounded diagnostic
+	Output         string // bounded output, for the exit summary
+	TimeoutMinutes int
+}
+
+// Decide is rule 2 of "Rules for the running state": the terminal state
+// comes from the first reason, in this order, whatever D reported.
+func Decide(in SettleInput, noFirstReasonWins, noStalePrecedence bool) outcome {
+	first := in.FirstReason
+	if noFirstReasonWins {
+		first = ""
+	}
+	dStopped := in.StopReason == dadapter.StopTimeout || in.StopReason == dadapter.StopOutputLimit || in.StopReason == dadapter.StopCaptureFailure
+	switch first {
+	case words.ReasonCancelled:
+		return outcome{state: words.Cancelled, diagnostic: words.CancelledByUser}
+	case words.ReasonShutdown:
+		if dStopped {
+			return failedByD(in) // D stopped first: its reason wins, not requeued
+		}
+		return outcome{state: words.Cancelled, diagnostic: words.StoppedByShutdown}
+	case words.ReasonStale:
+		return outcome{state: words.Stale, diagnostic: in.StaleCause, staleCause: in.StaleCause}
+	case words.ReasonTimeLimit:
+		return outcome{state: words.Cancelled, diagnostic: words.TaskTimeLimitReached}
+	}
+	if !in.ContextCurrent && !(noStalePrecedence && in.StopReason != dadapter.StopNone) {
+		// Before every D stop reason: a timeout that coincides with a
+		// context change always ends stale.
+		return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
+	}
+	if dStopped {
+		return failedByD(in)
+	}
+	if in.StopReason == dadapter.StopNone && in.ExitCode == 0 && in.OutputValid {
+		if !in.ContextCurrent { // only under the mutant
+			return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
+		}
+		return outcome{publish: true, state: words.Completed}
+	}
+	if !in.ContextCurrent {
+		return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
+	}
+	summary := fmt.Sprintf("exit code %d", in.ExitCode)
+	if in.ExitCode == 0 {
+		summary = "output did not pass validation"
+	}
+	if tail := strings.TrimSpace(in.Output); tail != "" {
+		if len(tail) > 512 {
+			tail = "…" + tail[len(tail)-512:]
+		}
+		summary += ": " + tail
+	}
+	return outcome{state: words.Failed, diagnostic: summary}
+}
+
+func failedByD(in SettleInput) outcome {
+	if in.StopReason == dadapter.StopTimeout {
+		return outcome{state: words.Failed, diagnostic: words.TimedOutAfter(in.TimeoutMinutes)}
+	}
+	d := in.Diagnostic
+	if d == "" {
+		d = string(in.StopReason)
+	}
+	return outcome{state: words.Failed, diagnostic: d}
+}
+
+// validOutput is publication step 2's schema and size check: a JSON value
+// of at most 1 MiB.
+func validOutput(out []byte) bool {
+	return len(out) > 0 && len(out) <= store.MaxResult && json.Valid(out)
+}
+
+// settled handles D's settlement: the container and its capture stopped.
+func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
+	j.settled = &s
+	c.stopTimers(j)
+	c.trace("settled %s stop=%q exit=%d", j.attemptID, s.StopReason, s.ExitCode)
+	if len(s.Unreleased) > 0 {
+		c.unreleased = true // recorded durably with the terminal write, before the slot is freed
+	}
+	if j.startNotSaved {
+		// The row is still pending: only startup recovery can reconcile it.
+		c.toMarker(j, words.StartNotSaved)
+		return
+	}
+	o, a, err := c.decide(j)
+	if err != nil {
+		c.trace("settlement read failed %s: %v", j.attemptID, err)
+		c.toMarker(j, words.ResultNotSaved)
+		return
+	}
+	if !o.publish && j.writable && j.firstReason == "" && c.deps.Audit != nil {
+		if f := c.deps.Audit(a, s); f != "" {
+			j.finding = f
+		}
+	}
+	if o.publish {
+		c.publishResult(j)
+		return
+	}
+	c.finishAfterSettle(j, o)
+}
+
+// decide reads durable state and applies rule 2 with the job's first reason
+// (memory first: it is the source of truth until the terminal write).
+func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
+	a, err := c.deps.Store.Attempt(j.attemptID)
+	if err != nil {
+		return outcome{}, a, err
+	}
+	present, err := c.deps.Store.PresentContext(j.planKey)
+	if err != nil {
+		return outcome{}, a, err
+	}
+	first, cause := j.firstReason, j.staleCause
+	if first == "" || c.fp.Fire("mutant/lose-memory-reason") {
+		first, cause = a.FirstReason, a.StaleCause
+	}
+	s := j.settled
+	presentCause := store.StaleCause(a.Context, present)
+	in := SettleInput{
+		FirstReason: first, StaleCause: cause, StopReason: s.StopReason, ExitCode: s.ExitCode,
+		OutputValid: validOutput(s.Output), ContextCurrent: presentCause == "", PresentCause: presentCause,
+		Diagnostic: s.Diagnostic, Output: string(s.Output),
+		TimeoutMinutes: int(a.Deadline.Sub(a.CreatedAt).Minutes()),
+	}
+	o := Decide(in, c.fp.Fire("mutant/no-first-reason-wins"), c.fp.Fire("mutant/no-stale-precedence"))
+	if first != "" && j.firstReason == "" {
+		j.firstReason, j.staleCause = first, cause
+	}
+	return o, a, nil
+}
+
+// publishResult is publication: for a writable attempt the commit is taken
+// out of task storage first (before any Store write), then one transaction
+// runs every guard and writes completed with the ledger entry.
+func (c *Coordinator) publishResult(j *job) {
+	if !j.writable {
+		c.publishNow(j, "")
+		return
+	}
+	if c.fp.Fire("mutant/remove-before-commit") && j.storage != nil {
+		fs := j.storage
+		j.storage = nil
+		c.deps.D.RemoveTaskFilesystems(fs, func(error) {})
+	}
+	if j.storage == nil {
+		c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the commit could not be taken: task storage is gone"})
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.trace("commit extraction %s", j.attemptID)
+	c.deps.D.CommitTaskChanges(ctx, j.storage, func(b dadapter.Bundle, err error) {
+		c.deps.Loop.Post(func() {
+			cancel()
+			if err != nil {
+				c.trace("commit extraction failed %s: %v", j.attemptID, err)
+				c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the commit could not be taken: " + err.Error()})
+			} else {
+				c.trace("commit extracted %s %s", j.attemptID, b.Commit)
+				c.publishNow(j, b.Commit)
+			}
+			c.publish()
+		})
+	})
+}
+
+// publishNow is publication steps 3 and 4.
+func (c *Coordinator) publishNow(j *job, commit string) {
+	c.fp.Hook("runner/before-publish")
+	if j.firstReason != "" {
+		// Step 3: a first reason held in memory (its write failed, or a
+		// stop arrived after validation) skips publication.
+		c.trace("publication skipped %s: first reason %s in memory", j.attemptID, j.firstReason)
+		o, _, err := c.decide(j)
+		if err != nil {
+			c.toMarker(j, words.ResultNotSaved)
+			return
+		}
+		c.finishAfterSettle(j, o)
+		return
+	}
+	var state string
+	err := c.deps.Capability.Update(func(tx *store.Tx) (err error) {
+		if j.finding != "" {
+			if err := tx.RecordSafetyFinding(j.attemptID, j.finding); err != nil {
+				return err
+			}
+		}
+		state, err = tx.Publish(j.attemptID, j.settled.Output, commit, j.settled.ExitCode)
+		return err
+	})
+	switch {
+	case err == nil:
+		c.trace("published %s %s", j.attemptID, state)
+		c.afterTerminal(j, state)
+	case isRefusal(err):
+		// Step 4: reread durable state and settle by the rules above,
+		// keeping the original diagnostic. The fetched ref is dropped with
+		// the storage.
+		c.trace("publication refused %s: %v", j.attemptID, err)
+		o, _, rerr := c.decide(j)
+		if rerr != nil {
+			c.toMarker(j, words.ResultNotSaved)
+			return
+		}
+		if o.publish { // nothing changed that rule 2 sees: the refusal decides
+			o = outcome{state: words.Failed, diagnostic: "result refused: " + err.Error()}
+		}
+		c.finishAfterSettle(j, o)
+	default:
+		c.trace("publication failed %s: %v", j.attemptID, err)
+		c.toMarker(j, words.ResultNotSaved)
+	}
+}
+
+func isRefusal(err error) bool { _, ok := store.IsRefusal(err); return ok }
+
+// finishAfterSettle follows the task-storage holder order: settled → the
+// partial-output export (a writable attempt that did not complete) → the
+// terminal write with diagnostic_ref → host files → removeTaskFilesystems →
+// the slot is freed.
+func (c *Coordinator) finishAfterSettle(j *job, o outcome) {
+	if c.fp.Fire("mutant/remove-before-export") && j.storage != nil {
+		fs := j.storage
+		j.storage = nil
+		c.deps.D.RemoveTaskFilesystems(fs, func(error) {})
+		c.trace("storage removed early %s", j.attemptID)
+	}
+	if !j.writable || j.storage == nil {
+		c.writeTerminal(j, o, func() { c.afterTerminal(j, o.state) })
+		return
+	}
+	c.exportPartial(j, func(ref, exportErr string) {
+		if exportErr != "" {
+			if o.diagnostic != "" {
+				o.diagnostic += "; "
+			}
+			o.diagnostic += exportErr
+		}
+		o.diagnosticRef = ref
+		c.writeTerminal(j, o, func() { c.afterTerminal(j, o.state) })
+	})
+}
+
+// writeTerminal is the terminal write. On failure the job becomes a marker
+// that holds the slot and keeps the first reason in memory.
+func (c *Coordinator) writeTerminal(j *job, o outcome, next func()) {
+	first := j.firstReason
+	if c.fp.Fire("mutant/lose-memory-reason") {
+		if a, err := c.deps.Store.Attempt(j.attemptID); err == nil {
+			first = a.FirstReason
+		}
+		if o.state == words.Cancelled && first == "" {
+			o = outcome{state: words.Failed, diagnostic: o.diagnostic}
+		}
+	}
+	if o.state == words.Failed && first != "" && first != words.ReasonShutdown {
+		first = "" // unreachable by rule 2; keep Legal's view consistent
+	}
+	term := store.Terminal{State: o.state, FirstReason: first, StaleCause: o.staleCause, Diagnostic: o.diagnostic,
+		DiagnosticRef: o.diagnosticRef}
+	if o.state == words.Stale && term.StaleCause == "" {
+		term.StaleCause = j.staleCause
+	}
+	if s := j.settled; s != nil {
+		term.StopReason = string(s.StopReason)
+		exit := s.ExitCode
+		term.ExitCode = &exit
+		if len(s.Unreleased) > 0 {
+			b, _ := json.Marshal(s.Unreleased)
+			term.Unreleased = string(b)
+		}
+	}
+	err := c.deps.Capability.Update(func(tx *store.Tx) error {
+		if j.finding != "" {
+			if err := tx.RecordSafetyFinding(j.attemptID, j.finding); err != nil {
+				return err
+			}
+		}
+		return tx.Finish(j.attemptID, term)
+	})
+	if err != nil {
+		c.trace("terminal write failed %s: %v", j.attemptID, err)
+		c.toMarker(j, words.ResultNotSaved)
+		return
+	}
+	c.trace("terminal %s %s %q", j.attemptID, o.state, o.diagnostic)
+	if o.diagnosticRef != "" {
+		c.retention()
+	}
+	next()
+}
+
+// afterTerminal releases what outlives the terminal write, in order.
+func (c *Coordinator) afterTerminal(j *job, state string) {
+	if j.handle == nil {
+		c.release(j)
+		return
+	}
+	c.removeHostFiles(j, func() { c.release(j) })
+}
+
+// release removes task storage, then frees the slot and drops the job.
+func (c *Coordinator) release(j *job) {
+	if j.storage == nil {
+		c.freeSlot(j)
+		return
+	}
+	fs := j.storage
+	c.deps.D.RemoveTaskFilesystems(fs, func(err error) {
+		c.deps.Loop.Post(func() {
+			if err != nil {
+				c.trace("storage not removed %s: %v", j.attemptID, err)
+				c.toMarker(j, words.StorageNotRemoved)
+			} else {
+				c.trace("storage removed %s", j.attemptID)
+				j.storage = nil
+				c.freeSlot(j)
+			}
+			c.publish()
+		})
+	})
+}
+
+func (c *Coordinator) freeSlot(j *job) {
+	if c.jobs[j.planKey] != j {
+		return
+	}
+	delete(c.jobs, j.planKey)
+	if !(j.handle != nil && c.fp.Fire("mutant/free-slot-on-cancel") && j.firstReason != "") {
+		c.slotsUsed--
+	}
+	c.trace("slot freed %s", j.attemptID)
+}
+
+// toMarker turns the job into an unresolved marker: the slot stays held and
+// admission and retry for the task are blocked until startup recovery.
+func (c *Coordinator) toMarker(j *job, reason string) {
+	if c.jobs[j.planKey] != j {
+		return
+	}
+	delete(c.jobs, j.planKey)
+	c.markers[j.planKey] = &marker{attemptID: j.attemptID, reason: reason, firstReason: j.firstReason}
+	c.trace("unresolved %s %s", j.attemptID, reason)
+}

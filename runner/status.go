@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// StopRequested is GET /api/runner's stopRequested: null, or the in-memory
+// first reason and whether its write was saved.
+type StopRequested struct {
+	AttemptID string
+	Reason    string
+	Saved     bool
+}
+
+// Unresolved is GET /api/runner's unresolved marker.
+type Unresolved struct {
+	AttemptID string
+	Reason    string // result-not-saved, start-not-saved, preparation-not-removed, storage-not-removed
+}
+
+// Status is the runner's status read for one task: the durable rows plus the
+// in-memory facts, and retryable computed here so the UI never works it out.
+type Status struct {
+	Task          store.Task
+	Attempts      []store.Attempt
+	Available     bool // the runner is open and has a free slot
+	Retryable     bool
+	RunAgain      bool // "Run again on the current code" is offered
+	StopRequested *StopRequested
+	Unresolved    *Unresolved
+	Label         string // the current attempt's screen label, or ""
+}
+
+// Status reads a task. It never waits behind a long event and never
+// mutates: it combines a Store read with the snapshot published after the
+// last event.
+func (c *Coordinator) Status(planKey string) (Status, error) {
+	snap := c.snap.Load()
+	var st Status
+	err := c.deps.Store.View(func(tx *store.Tx) (err error) {
+		if st.Task, err = tx.Task(planKey); err != nil {
+			return err
+		}
+		st.Attempts, err = tx.Attempts(planKey)
+		return err
+	})
+	if err != nil {
+		return st, err
+	}
+	facts, held := snap.tasks[planKey]
+	st.Available = snap.open && !snap.unreleased && snap.slotsUsed < c.cfg.Slots
+	if held && facts.stopReason != "" && facts.unresolved == "" {
+		st.StopRequested = &StopRequested{AttemptID: facts.attemptID, Reason: facts.stopReason, Saved: facts.stopSaved}
+	}
+	if held && facts.unresolved != "" {
+		st.Unresolved = &Unresolved{AttemptID: facts.markerAttempt, Reason: facts.unresolved}
+	}
+	var last *store.Attempt
+	for i := range st.Attempts {
+		if st.Attempts[i].ID == st.Task.CurrentAttemptID {
+			last = &st.Attempts[i]
+		}
+	}
+	if last == nil {
+		return st, nil
+	}
+	st.Label = label(*last, st.StopRequested, st.Unresolved)
+	if held || !snap.open || snap.unreleased {
+		return st, nil
+	}
+	t := st.Task
+	active := t.Status == words.StatusRunning || t.Status == words.StatusQueued
+	if active && !t.RequeuePending && last.State == words.Stale {
+		st.RunAgain = true
+	}
+	if active && !t.RequeuePending && (last.State == words.Failed || last.State == words.Cancelled) && last.Kind != words.KindExecute {
+		present, err := c.deps.Store.PresentContext(planKey)
+		st.Retryable = err == nil && store.StaleCause(last.Context, present) == ""
+	}
+	return st, nil
+}
+
+func label(a store.Attempt, stop *StopRequested, un *Unresolved) string {
+	if un != nil {
+		return words.NeedsRestartPrefix + unresolvedText(un.Reason)
+	}
+	switch a.State {
+	case words.Pending, words.Running:
+		if stop != nil && !stop.Saved {
+			return words.LabelStoppingUnsaved
+		}
+		if a.FirstReason != "" || stop != nil {
+			return words.LabelStopping
+		}
+		if a.State == words.Pending {
+			return words.LabelWaiting
+		}
+		return words.LabelRunning
+	case words.Completed:
+		return words.LabelDone
+	case words.Failed:
+		return "Failed: " + a.Diagnostic
+	case words.Cancelled:
+		return "Cancelled: " + a.Diagnostic
+	case words.Stale:
+		return "Out of date: " + a.StaleCause
+	}
+	return ""
+}
+
+func unresolvedText(reason string) string {
+	switch reason {
+	case words.ResultNotSaved:
+		return "result could not be saved"
+	case words.StartNotSaved:
+		return "start could not be saved"
+	case words.PreparationNotRemoved:
+		return "preparation files could not be removed"
+	case words.StorageNotRemoved:
+		return "task storage could not be removed"
+	}
+	return reason
+}

@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// Rule 1 of "Rules for the running state": a stop request does not end the
+// attempt. It sets the first reason on the in-memory job, writes it onto the
+// row, and asks D to stop (or aborts preparation). The slot stays held.
+
+// stop records reason as j's first reason. With tx non-nil (a user action)
+// the durable write joins that transaction and the in-memory effect waits for
+// its commit: a rolled-back action drops the stop. If the reason write itself
+// throws, the stop applies at once, shown as not saved. It reports whether
+// this stop became the first reason (false: an earlier reason wins).
+func (c *Coordinator) stop(j *job, reason, staleCause string, tx *store.Tx) bool {
+	if j.firstReason != "" && !c.fp.Fire("mutant/second-reason-writes") {
+		return false // the first reason wins, in memory
+	}
+	var err error
+	write := func(tx *store.Tx) error { return tx.RecordFirstReason(j.attemptID, reason, staleCause) }
+	if tx != nil {
+		err = write(tx)
+	} else {
+		err = c.deps.Store.Update(write)
+	}
+	switch {
+	case err == nil:
+		if tx != nil && !c.fp.Fire("mutant/stop-before-commit") {
+			tx.AfterCommit(func() { c.applyStop(j, reason, staleCause, true) })
+		} else {
+			c.applyStop(j, reason, staleCause, true)
+		}
+		return true
+	case store.RefusalCode(err) == store.CodeFirstReasonSet:
+		// The row already holds an earlier reason (for example from earlier
+		// in this same transaction): that one wins.
+		return false
+	default:
+		c.trace("first reason %s for %s not saved: %v", reason, j.attemptID, err)
+		c.applyStop(j, reason, staleCause, false)
+		return true
+	}
+}
+
+// applyStop is the in-memory effect of a stop: the job's first reason, then
+// abort preparation or cancel D with the matching reason.
+func (c *Coordinator) applyStop(j *job, reason, staleCause string, saved bool) {
+	if c.jobs[j.planKey] != j {
+		return // the job ended meanwhile
+	}
+	if j.firstReason != "" && !c.fp.Fire("mutant/second-reason-writes") {
+		return
+	}
+	j.firstReason, j.staleCause, j.reasonSaved = reason, staleCause, saved
+	c.trace("stopping %s: %s (saved=%v)", j.attemptID, reason, saved)
+	switch {
+	case j.handle != nil:
+		if j.settled == nil {
+			j.handle.Cancel(dReason(reason))
+			c.trace("d cancel %s %s", j.attemptID, dReason(reason))
+		}
+		if c.fp.Fire("mutant/free-slot-on-cancel") {
+			c.slotsUsed--
+		}
+	case j.prepBusy:
+		c.trace("abort preparation %s", j.attemptID)
+		c.abortPreparation(j)
+	default:
+		// Between preparation steps (or before launch): end it now.
+		c.preparationStopped(j)
+	}
+	c.publish()
+}
+
+// armTimers arms the attempt deadline (preparation only: once D has a
+// handle, timeouts are D's job) and the whole-task budget.
+func (c *Coordinator) armTimers(j *job, a store.Attempt) {
+	now := c.deps.Clock.Now()
+	j.deadlineTimer = c.deps.Clock.AfterFunc(a.Deadline.Sub(now), func() {
+		c.deps.Loop.Post(func() { c.deadlinePassed(j); c.publish() })
+	})
+	task, err := c.deps.Store.Task(a.PlanKey)
+	if err != nil || task.BudgetDeadline == nil || c.fp.Fire("mutant/budget-not-enforced") {
+		return
+	}
+	j.budgetTimer = c.deps.Clock.AfterFunc(task.BudgetDeadline.Sub(now), func() {
+		c.deps.Loop.Post(func() { c.budgetSpent(j); c.publish() })
+	})
+}
+
+func (c *Coordinator) stopTimers(j *job) {
+	if j.deadlineTimer != nil {
+		j.deadlineTimer.Stop()
+	}
+	if j.budgetTimer != nil {
+		j.budgetTimer.Stop()
+	}
+}
+
+// deadlinePassed: before D's start, the job aborts preparation with timeout
+// and records no first reason; the row ends failed "Timed out while
+// preparing". After D's start the deadline is D's to enforce.
+func (c *Coordinator) deadlinePassed(j *job) {
+	if c.jobs[j.planKey] != j || j.handle != nil || j.firstReason != "" {
+		return
+	}
+	c.trace("attempt deadline passed while preparing %s", j.attemptID)
+	j.prepTimedOut = true
+	if j.prepBusy {
+		c.abortPreparation(j)
+		return
+	}
+	c.preparationStopped(j)
+}
+
+// budgetSpent follows rule 1 with first reason time-limit (rule 4).
+func (c *Coordinator) budgetSpent(j *job) {
+	if c.jobs[j.planKey] != j || j.settled != nil {
+		return
+	}
+	c.trace("task budget spent %s", j.planKey)
+	c.stop(j, words.ReasonTimeLimit, "", nil)
+}

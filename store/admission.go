@@ -1,0 +1,201 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/words"
+)
+
+// AdmitRequest is one admission's durable half. The coordinator has already
+// checked, in memory, that it is open, that the task has no job or marker and
+// that a slot is free, and has reserved that slot.
+type AdmitRequest struct {
+	PlanKey              string
+	Kind                 string
+	Item                 *int
+	ExpectedStateVersion int64
+	// Captured is the context a retry carries over from its last attempt;
+	// nil captures the present context.
+	Captured       *Context
+	AttemptTimeout time.Duration // the attempt's deadline is now + this
+	Budget         time.Duration // the whole-task budget, started on the first admission
+	ClaimRequeue   bool          // resume: clear requeue_pending by compare-and-swap
+}
+
+// Admit writes a pending attempt if every guard passes: the task's status is
+// running or queued, the state version matches, no non-terminal attempt
+// exists, no requeue is pending (unless claimed), the captured context is
+// current and the task budget is not spent. The first admission moves the
+// task to running and starts its budget.
+func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
+	if err := t.s.fp.Err("store/admit"); err != nil {
+		return Attempt{}, err
+	}
+	phase, ok := words.PhaseOf(r.Kind)
+	if !ok {
+		return Attempt{}, refuse(CodeBadInput, "unknown attempt kind %q", r.Kind)
+	}
+	task, err := t.Task(r.PlanKey)
+	if err != nil {
+		return Attempt{}, err
+	}
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued && !t.s.fp.Fire("mutant/admit-closed-task") {
+		return Attempt{}, refuse(CodeTaskInactive, "task is %s; only a running or queued task admits work", task.Status)
+	}
+	if task.StateVersion != r.ExpectedStateVersion {
+		return Attempt{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, r.ExpectedStateVersion)
+	}
+	if active, err := t.activeAttempt(r.PlanKey); err != nil {
+		return Attempt{}, err
+	} else if active != "" {
+		return Attempt{}, refuse(CodeActiveAttempt, "attempt %s is still active", active)
+	}
+	if task.RequeuePending != r.ClaimRequeue {
+		if task.RequeuePending {
+			return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
+		}
+		return Attempt{}, refuse(CodeRequeuePending, "no requeue is pending for this task")
+	}
+	present, err := t.PresentContext(r.PlanKey)
+	if err != nil {
+		return Attempt{}, err
+	}
+	captured := present
+	if r.Captured != nil {
+		captured = *r.Captured
+		if cause := StaleCause(captured, present); cause != "" {
+			return Attempt{}, refuse(CodeNotCurrent, "the captured context is not current: %s", cause)
+		}
+	}
+	now := t.s.now()
+	if task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline) {
+		return Attempt{}, refuse(CodeBudgetSpent, "the task time budget is spent")
+	}
+	id := t.s.ids.UUID()
+	if err := ids.CheckUUID("attempt ID", id); err != nil {
+		return Attempt{}, err
+	}
+	ctxJSON, _ := json.Marshal(captured)
+	var item any
+	if r.Item != nil {
+		item = *r.Item
+	}
+	if _, err := t.exec(`INSERT INTO attempts (id, plan_key, kind, phase, item, state, context, deadline, created_at)
+		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
+		id, r.PlanKey, r.Kind, phase, item, string(ctxJSON), now.Add(r.AttemptTimeout).UnixMilli(), now.UnixMilli()); err != nil {
+		return Attempt{}, err
+	}
+	budget := task.BudgetDeadline
+	if budget == nil {
+		d := now.Add(r.Budget)
+		budget = &d
+	}
+	if _, err := t.exec(`UPDATE tasks SET status = 'running', current_attempt_id = ?, budget_deadline = ?, requeue_pending = 0
+		WHERE plan_key = ?`, id, budget.UnixMilli(), r.PlanKey); err != nil {
+		return Attempt{}, err
+	}
+	if err := t.bump(r.PlanKey); err != nil {
+		return Attempt{}, err
+	}
+	return t.Attempt(id)
+}
+
+// Admit runs admission in its own transaction. A refusal for a spent budget
+// also moves an idle running or queued task to needs human, in a transaction
+// of its own, since the refused admission rolled back.
+func (s *Store) Admit(r AdmitRequest) (a Attempt, err error) {
+	err = s.Update(func(tx *Tx) error { a, err = tx.Admit(r); return err })
+	if RefusalCode(err) == CodeBudgetSpent {
+		s.Update(func(tx *Tx) error { return tx.budgetSpent(r.PlanKey) })
+	}
+	return a, err
+}
+
+// budgetSpent moves an idle running or queued task to needs human.
+func (t *Tx) budgetSpent(planKey string) error {
+	task, err := t.Task(planKey)
+	if err != nil {
+		return err
+	}
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
+		return nil
+	}
+	if active, err := t.activeAttempt(planKey); err != nil || active != "" {
+		return err
+	}
+	if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusNeedsHuman, planKey); err != nil {
+		return err
+	}
+	return t.bump(planKey)
+}
+
+// CheckRetry applies the Store half of "Retry": the last attempt is failed
+// or cancelled on disk and is the caller's; the task is running or queued
+// with no requeue pending; the state version matches; the last attempt's
+// captured context is still current. An execute attempt is never retried on
+// its own: a plan item runs again only through resume. It returns the
+// attempt to retry.
+func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (Attempt, error) {
+	task, err := t.Task(planKey)
+	if err != nil {
+		return Attempt{}, err
+	}
+	if words.Closed(task.Status) || words.HumanGated(task.Status) {
+		return Attempt{}, refuse(CodeNotRetryable, "task is %s; retry is refused", task.Status)
+	}
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
+		return Attempt{}, refuse(CodeNotRetryable, "task is %s; retry needs running or queued", task.Status)
+	}
+	if task.RequeuePending {
+		return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
+	}
+	if task.StateVersion != expectedStateVersion {
+		return Attempt{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
+	}
+	if task.CurrentAttemptID != attemptID {
+		return Attempt{}, refuse(CodeNotCurrentAttempt, "attempt %s is not the task's last attempt", attemptID)
+	}
+	a, err := t.Attempt(attemptID)
+	if err != nil {
+		return a, err
+	}
+	if a.State != words.Failed && a.State != words.Cancelled {
+		return a, refuse(CodeNotRetryable, "attempt is %s; only a failed or cancelled attempt is retried", a.State)
+	}
+	if a.Kind == words.KindExecute {
+		return a, refuse(CodeNotRetryable, "an execute attempt runs again only through resume")
+	}
+	present, err := t.PresentContext(planKey)
+	if err != nil {
+		return a, err
+	}
+	if cause := StaleCause(a.Context, present); cause != "" {
+		return a, refuse(CodeNotCurrent, "the attempt's context is no longer current: %s", cause)
+	}
+	return a, nil
+}
+
+// CheckRunAgain is "Run again on the current code" for a stale attempt: a
+// new request that captures a fresh context. It returns the stale attempt.
+func (t *Tx) CheckRunAgain(planKey, attemptID string, expectedStateVersion int64) (Attempt, error) {
+	task, err := t.Task(planKey)
+	if err != nil {
+		return Attempt{}, err
+	}
+	if task.StateVersion != expectedStateVersion {
+		return Attempt{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
+	}
+	if task.CurrentAttemptID != attemptID {
+		return Attempt{}, refuse(CodeNotCurrentAttempt, "attempt %s is not the task's last attempt", attemptID)
+	}
+	a, err := t.Attempt(attemptID)
+	if err != nil {
+		return a, err
+	}
+	if a.State != words.Stale {
+		return a, refuse(CodeNotRetryable, "run again is for a stale attempt; this one is %s", a.State)
+	}
+	return a, nil
+}

@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync/atomic"
+	"time"
+
+	"github.com/codeboost/codeboost/failpoints"
+	"github.com/codeboost/codeboost/ids"
+	_ "modernc.org/sqlite"
+)
+
+// Options configures a Store.
+type Options struct {
+	Now        func() time.Time // the injected clock; required
+	IDs        ids.Source       // makes attempt IDs; required
+	Failpoints *failpoints.Set  // nil in production
+}
+
+// Store is the only writer of codeboost's durable records.
+type Store struct {
+	db     *sql.DB // one connection: the single writer
+	ctx    context.Context
+	cancel context.CancelFunc
+	now    func() time.Time
+	ids    ids.Source
+	fp     *failpoints.Set
+
+	gateClosed atomic.Bool // closed in shutdown step 3
+	capTaken   bool
+}
+
+// ErrShuttingDown is returned by every write after the write gate closed,
+// unless the caller holds the shutdown capability.
+var ErrShuttingDown = errors.New("the review server is shutting down")
+
+// Open opens (creating if needed) the database at path and migrates it.
+func Open(path string, opt Options) (*Store, error) {
+	if opt.Now == nil || opt.IDs == nil {
+		return nil, errors.New("store: Options.Now and Options.IDs are required")
+	}
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Store{db: db, ctx: ctx, cancel: cancel, now: opt.Now, ids: opt.IDs, fp: opt.Failpoints}
+	if err := s.migrate(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) migrate() error {
+	var v int
+	if err := s.db.QueryRowContext(s.ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("store: read schema version: %w", err)
+	}
+	switch {
+	case v == schemaVersion:
+		return nil
+	case v == 0:
+		tx, err := s.db.BeginTx(s.ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(s.ctx, schema); err != nil {
+			return fmt.Errorf("store: create schema: %w", err)
+		}
+		if _, err := tx.ExecContext(s.ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+			return err
+		}
+		return tx.Commit()
+	default:
+		return fmt.Errorf("store: database schema version %d is not supported by this build (wants %d)", v, schemaVersion)
+	}
+}
+
+// Close closes the database. Calls after Close fail.
+func (s *Store) Close() error {
+	s.cancel()
+	return s.db.Close()
+}
+
+// Capability is the shutdown capability: writes made with it pass the closed
+// write gate. The server hands it only to coordinators' settlement and close
+// code and to startup recovery; request handlers never receive it.
+type Capability struct{ s *Store }
+
+// ShutdownCapability returns the capability. It can be taken once, by the
+// code that opened the store; a second call panics, so a handler cannot
+// quietly obtain one.
+func (s *Store) ShutdownCapability() Capability {
+	if s.capTaken {
+		panic("store: the shutdown capability was already taken")
+	}
+	s.capTaken = true
+	return Capability{s: s}
+}
+
+// CloseWriteGate makes every later write fail with ErrShuttingDown unless it
+// is made with the capability (shutdown step 3).
+func (s *Store) CloseWriteGate() { s.gateClosed.Store(true) }
+
+// Tx is one write transaction. Its methods are the durable rules.
+type Tx struct {
+	s     *Store
+	tx    *sql.Tx
+	after []func()
+}
+
+// AfterCommit runs fn after COMMIT succeeds; it is dropped on rollback,
+// including a failed COMMIT. On a nil Tx (outside any transaction) fn runs at
+// once: a stop made by a timer, shutdown or the launch check applies at once.
+func (t *Tx) AfterCommit(fn func()) {
+	if t == nil {
+		fn()
+		return
+	}
+	t.after = append(t.after, fn)
+}
+
+// Update runs fn in one IMMEDIATE transaction, subject to the write gate.
+func (s *Store) Update(fn func(*Tx) error) error {
+	if s.gateClosed.Load() {
+		return ErrShuttingDown
+	}
+	return s.update(fn)
+}
+
+// Update runs fn in one transaction that passes the closed write gate.
+func (c Capability) Update(fn func(*Tx) error) error {
+	if c.s == nil {
+		return errors.New("store: zero Capability")
+	}
+	return c.s.update(fn)
+}
+
+func (s *Store) update(fn func(*Tx) error) (err error) {
+	sqlTx, err := s.db.BeginTx(s.ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	t := &Tx{s: s, tx: sqlTx}
+	defer func() {
+		if err != nil {
+			sqlTx.Rollback()
+		}
+	}()
+	if err = fn(t); err != nil {
+		return err
+	}
+	if err = s.fp.Err("store/commit"); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	if err = sqlTx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	for _, f := range t.after {
+		f()
+	}
+	return nil
+}
+
+// View runs fn in a read transaction; it never waits behind the gate.
+func (s *Store) View(fn func(*Tx) error) error {
+	sqlTx, err := s.db.BeginTx(s.ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("store: begin read: %w", err)
+	}
+	defer sqlTx.Rollback()
+	return fn(&Tx{s: s, tx: sqlTx})
+}
+
+func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(t.s.ctx, q, args...)
+}
+
+func (t *Tx) queryRow(q string, args ...any) *sql.Row {
+	return t.tx.QueryRowContext(t.s.ctx, q, args...)
+}
+
+func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
+	return t.tx.QueryContext(t.s.ctx, q, args...)
+}
+
+func (t *Tx) nowMS() int64 { return t.s.now().UnixMilli() }

@@ -1,0 +1,138 @@
+package store
+
+// schemaVersion is the user_version this build writes. Version 6 is the
+// contract's "Proposed storage additions" (v5 → v6); earlier versions belong to
+// the review screen that preceded the runner and are migrated in issue 3.
+const schemaVersion = 6
+
+// schema is the whole v6 schema. Times are Unix milliseconds from the injected
+// clock, so that simulated runs are repeatable.
+const schema = `
+CREATE TABLE plans (
+	key            TEXT PRIMARY KEY,
+	repository_id  TEXT NOT NULL,
+	task_id        TEXT NOT NULL,
+	plan_id        TEXT NOT NULL,
+	revision       INTEGER NOT NULL,
+	snapshot_id    TEXT NOT NULL,
+	review_version INTEGER NOT NULL DEFAULT 0,
+	UNIQUE (repository_id, task_id, plan_id)
+);
+CREATE TABLE plan_items (
+	plan_key  TEXT NOT NULL REFERENCES plans(key),
+	revision  INTEGER NOT NULL,
+	item      INTEGER NOT NULL,
+	title     TEXT NOT NULL,
+	run_again INTEGER NOT NULL DEFAULT 0,
+	PRIMARY KEY (plan_key, revision, item)
+);
+CREATE TABLE notes (
+	plan_key   TEXT NOT NULL REFERENCES plans(key),
+	id         INTEGER NOT NULL,
+	revision   INTEGER NOT NULL,
+	item       INTEGER,
+	text       TEXT NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (plan_key, id)
+);
+CREATE TABLE choices (
+	plan_key       TEXT NOT NULL REFERENCES plans(key),
+	choice_key     TEXT NOT NULL,
+	value          TEXT NOT NULL,
+	event_id       INTEGER,
+	review_version INTEGER NOT NULL,
+	PRIMARY KEY (plan_key, choice_key)
+);
+CREATE TABLE findings (
+	plan_key   TEXT NOT NULL REFERENCES plans(key),
+	finding_id TEXT NOT NULL,
+	text       TEXT NOT NULL,
+	status     TEXT NOT NULL DEFAULT 'open',
+	PRIMARY KEY (plan_key, finding_id)
+);
+CREATE TABLE history (
+	id         INTEGER PRIMARY KEY AUTOINCREMENT,
+	plan_key   TEXT NOT NULL REFERENCES plans(key),
+	attempt_id TEXT,
+	commit_sha TEXT NOT NULL,
+	created_at INTEGER NOT NULL
+);
+CREATE TABLE tasks (
+	plan_key             TEXT PRIMARY KEY REFERENCES plans(key),
+	status               TEXT NOT NULL,
+	requeue_pending      INTEGER NOT NULL DEFAULT 0,
+	rebase_in_progress   TEXT,
+	budget_deadline      INTEGER,
+	cancel_requested     TEXT,
+	state_version        INTEGER NOT NULL DEFAULT 0,
+	context_generation   INTEGER NOT NULL DEFAULT 0,
+	assignment_id        TEXT NOT NULL DEFAULT 'unassigned',
+	referenced_code_hash TEXT NOT NULL DEFAULT 'none',
+	current_attempt_id   TEXT,
+	created_at           INTEGER NOT NULL,
+	updated_at           INTEGER NOT NULL,
+	FOREIGN KEY (plan_key, current_attempt_id) REFERENCES attempts(plan_key, id) DEFERRABLE INITIALLY DEFERRED
+);
+CREATE TABLE attempts (
+	id                     TEXT PRIMARY KEY,
+	plan_key               TEXT NOT NULL REFERENCES tasks(plan_key),
+	kind                   TEXT NOT NULL,
+	phase                  TEXT NOT NULL,
+	item                   INTEGER,
+	state                  TEXT NOT NULL,
+	context                TEXT NOT NULL,
+	deadline               INTEGER NOT NULL,
+	first_reason           TEXT,
+	stale_cause            TEXT,
+	stop_reason            TEXT,
+	exit_code              INTEGER,
+	signal                 TEXT,
+	result                 BLOB,
+	diagnostic             TEXT,
+	diagnostic_ref         TEXT,
+	safety_finding         TEXT,
+	unreleased             TEXT,
+	preparation_pgid       INTEGER,
+	preparation_started_at INTEGER,
+	preparation_identity   TEXT,
+	allocation_id          TEXT,
+	metadata_baseline      TEXT,
+	storage_base           TEXT,
+	created_at             INTEGER NOT NULL,
+	started_at             INTEGER,
+	settled_at             INTEGER,
+	UNIQUE (plan_key, id)
+);
+CREATE INDEX attempts_by_task ON attempts(plan_key, created_at);
+CREATE TABLE user_actions (
+	plan_key     TEXT NOT NULL,
+	action_id    TEXT NOT NULL,
+	kind         TEXT NOT NULL,
+	request_hash TEXT NOT NULL,
+	response     TEXT NOT NULL,
+	created_at   INTEGER NOT NULL,
+	PRIMARY KEY (plan_key, action_id)
+);
+CREATE TABLE feedback_events (
+	id            INTEGER PRIMARY KEY AUTOINCREMENT,
+	plan_key      TEXT NOT NULL,
+	action_id     TEXT NOT NULL,
+	plan_revision INTEGER NOT NULL,
+	snapshot_id   TEXT NOT NULL,
+	item          INTEGER,
+	kind          TEXT NOT NULL,
+	text          TEXT,
+	source_ref    TEXT NOT NULL,
+	supersedes    INTEGER REFERENCES feedback_events(id),
+	created_at    INTEGER NOT NULL,
+	UNIQUE (plan_key, kind, action_id)
+);
+CREATE TRIGGER feedback_events_append_only_update BEFORE UPDATE ON feedback_events
+BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
+CREATE TRIGGER feedback_events_append_only_delete BEFORE DELETE ON feedback_events
+BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
+CREATE TABLE app_settings (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+`

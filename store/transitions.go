@@ -1,0 +1,410 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/codeboost/codeboost/words"
+)
+
+// Guard holds what the legal-transitions table looks at for one change.
+type Guard struct {
+	From, To        string
+	CurrentAttempt  bool   // the attempt is the task's current attempt
+	FirstReason     string // the first reason the write carries ("" for none)
+	ContextCurrent  bool   // the captured context still matches the present
+	StopReason      string // D's stop reason, for running → failed
+	TaskRunning     bool   // tasks.status is running
+	CancelRequested bool   // tasks.cancel_requested is set
+	CompletionGuard bool   // running → cancelled because the task left running
+}
+
+// Legal applies the contract's "Legal transitions" table. Any change not in
+// the table is refused with a *Refusal whose code is CodeIllegal (or
+// CodeNotCurrentAttempt when the attempt is no longer the task's current one).
+// Admission (— → pending) and the same-state first-reason write have guards of
+// their own in Admit and RecordFirstReason.
+func Legal(g Guard) error {
+	if !g.CurrentAttempt {
+		return refuse(CodeNotCurrentAttempt, "the attempt is not the task's current attempt")
+	}
+	bad := func(why string) error {
+		return refuse(CodeIllegal, "%s → %s refused: %s", g.From, g.To, why)
+	}
+	stopReason := g.FirstReason == words.ReasonCancelled || g.FirstReason == words.ReasonShutdown || g.FirstReason == words.ReasonTimeLimit
+	staleOK := g.FirstReason == words.ReasonStale || (g.FirstReason == "" && !g.ContextCurrent)
+	switch g.From {
+	case words.Pending:
+		switch g.To {
+		case words.Running:
+			if g.FirstReason != "" {
+				return refuse(CodeFirstReasonSet, "pending → running refused: first reason %s is recorded", g.FirstReason)
+			}
+			return nil
+		case words.Cancelled:
+			if !stopReason {
+				return bad("first reason must be cancelled, shutdown or time-limit")
+			}
+			return nil
+		case words.Stale:
+			if !staleOK {
+				return bad("needs first reason stale, or none with a context that is no longer current")
+			}
+			return nil
+		case words.Failed:
+			if g.FirstReason != "" {
+				return bad("a first reason is recorded")
+			}
+			if !g.ContextCurrent {
+				return bad("the captured context is not current (the row takes stale)")
+			}
+			return nil
+		}
+	case words.Running:
+		switch g.To {
+		case words.Completed:
+			switch {
+			case g.FirstReason != "":
+				return bad("a first reason is recorded")
+			case !g.ContextCurrent:
+				return bad("the captured context is not current")
+			case g.CancelRequested:
+				return bad("cancel task is pending")
+			case !g.TaskRunning:
+				return refuse(CodeTaskNotRunning, "running → completed refused: the task is not running")
+			}
+			return nil
+		case words.Failed:
+			if !g.ContextCurrent {
+				return bad("the captured context is not current (the row takes stale)")
+			}
+			dStopped := g.StopReason == words.StopTimeout || g.StopReason == words.StopOutputLimit || g.StopReason == words.StopCaptureFailure
+			if g.FirstReason == "" || (g.FirstReason == words.ReasonShutdown && dStopped) {
+				return nil
+			}
+			return bad("first reason " + g.FirstReason + " decides the terminal state")
+		case words.Cancelled:
+			if stopReason || (g.CompletionGuard && g.FirstReason == "" && !g.TaskRunning) {
+				return nil
+			}
+			return bad("first reason must be cancelled, shutdown or time-limit")
+		case words.Stale:
+			if !staleOK {
+				return bad("needs first reason stale, or none with a context that is no longer current")
+			}
+			return nil
+		}
+	}
+	return bad("not in the table")
+}
+
+// guardFor reads what Legal needs for attempt a moving to state to.
+func (t *Tx) guardFor(a Attempt, to, firstReason string) (Guard, Task, Context, error) {
+	task, err := t.Task(a.PlanKey)
+	if err != nil {
+		return Guard{}, task, Context{}, err
+	}
+	present, err := t.PresentContext(a.PlanKey)
+	if err != nil {
+		return Guard{}, task, present, err
+	}
+	return Guard{
+		From:            a.State,
+		To:              to,
+		CurrentAttempt:  task.CurrentAttemptID == a.ID,
+		FirstReason:     firstReason,
+		ContextCurrent:  StaleCause(a.Context, present) == "",
+		TaskRunning:     task.Status == words.StatusRunning,
+		CancelRequested: task.CancelRequested != "",
+	}, task, present, nil
+}
+
+// RecordFirstReason makes a stop durable: same attempt, state unchanged,
+// first reason null → set. The state version increases so a poll shows
+// "Stopping". A second stop changes nothing and is refused.
+func (t *Tx) RecordFirstReason(attemptID, reason, staleCause string) error {
+	if err := t.s.fp.Err("store/first-reason-write"); err != nil {
+		return err
+	}
+	switch reason {
+	case words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit:
+	default:
+		return refuse(CodeBadInput, "unknown first reason %q", reason)
+	}
+	a, err := t.Attempt(attemptID)
+	if err != nil {
+		return err
+	}
+	task, err := t.Task(a.PlanKey)
+	if err != nil {
+		return err
+	}
+	if task.CurrentAttemptID != a.ID {
+		return refuse(CodeNotCurrentAttempt, "attempt %s is not the task's current attempt", a.ID)
+	}
+	if words.Terminal(a.State) {
+		return refuse(CodeIllegal, "attempt %s is already %s", a.ID, a.State)
+	}
+	if a.FirstReason != "" && !t.s.fp.Fire("mutant/second-reason-writes") {
+		return refuse(CodeFirstReasonSet, "attempt %s already has first reason %s", a.ID, a.FirstReason)
+	}
+	if reason != words.ReasonStale {
+		staleCause = ""
+	}
+	if _, err := t.exec(`UPDATE attempts SET first_reason = ?, stale_cause = ? WHERE id = ?`, reason, nullStr(staleCause), a.ID); err != nil {
+		return err
+	}
+	return t.bump(a.PlanKey)
+}
+
+// MarkRunning writes pending → running once D returned a handle.
+func (t *Tx) MarkRunning(attemptID string) error {
+	if err := t.s.fp.Err("store/mark-running"); err != nil {
+		return err
+	}
+	a, err := t.Attempt(attemptID)
+	if err != nil {
+		return err
+	}
+	reason := a.FirstReason
+	if t.s.fp.Fire("mutant/mark-running-ignores-reason") {
+		reason = ""
+	}
+	g, _, _, err := t.guardFor(a, words.Running, reason)
+	if err != nil {
+		return err
+	}
+	if err := Legal(g); err != nil {
+		return err
+	}
+	if _, err := t.exec(`UPDATE attempts SET state = 'running', started_at = ? WHERE id = ?`, t.nowMS(), a.ID); err != nil {
+		return err
+	}
+	return t.bump(a.PlanKey)
+}
+
+// Terminal is an attempt's terminal write.
+type Terminal struct {
+	State           string // failed, cancelled or stale (completed only through Publish)
+	FirstReason     string // the job's first reason, from memory; "" for none
+	StaleCause      string // for stale
+	StopReason      string // D's stop reason, saved with the terminal write
+	ExitCode        *int
+	Diagnostic      string // bounded on write
+	DiagnosticRef   string // partial-output file name, or ""
+	Unreleased      string // what D could not confirm it removed, or ""
+	CompletionGuard bool   // cancelled because the task left running
+}
+
+// MaxDiagnostic bounds every diagnostic written on a row.
+const MaxDiagnostic = 4096
+
+func bound(s string) string {
+	if len(s) <= MaxDiagnostic {
+		return s
+	}
+	cut := MaxDiagnostic - len("…")
+	for cut > 0 && s[cut]&0xC0 == 0x80 { // keep UTF-8 whole
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// Finish writes an attempt's terminal state, in one transaction with the task
+// effects the contract puts there: a pending cancel task closes the task as
+// cancelled with its task-closed event; otherwise the time limit, or a safety
+// finding, sends the task to needs human. A closed status never changes.
+func (t *Tx) Finish(attemptID string, term Terminal) error {
+	if err := t.s.fp.Err("store/terminal-write"); err != nil {
+		return err
+	}
+	a, err := t.Attempt(attemptID)
+	if err != nil {
+		return err
+	}
+	if a.FirstReason != "" && term.FirstReason != a.FirstReason {
+		if term.FirstReason != "" {
+			return refuse(CodeIllegal, "terminal write carries first reason %q but the row has %q", term.FirstReason, a.FirstReason)
+		}
+		term.FirstReason = a.FirstReason // recovery and rereads: the durable reason
+	}
+	if term.State == words.Completed {
+		return refuse(CodeIllegal, "completed is written only by Publish")
+	}
+	g, task, _, err := t.guardFor(a, term.State, term.FirstReason)
+	if err != nil {
+		return err
+	}
+	g.StopReason = term.StopReason
+	g.CompletionGuard = term.CompletionGuard
+	if err := Legal(g); err != nil {
+		return err
+	}
+	if term.State == words.Stale && term.StaleCause == "" {
+		term.StaleCause = a.StaleCause
+	}
+	var exit any
+	if term.ExitCode != nil {
+		exit = *term.ExitCode
+	}
+	if _, err := t.exec(`UPDATE attempts SET state = ?, first_reason = ?, stale_cause = ?, stop_reason = ?, exit_code = ?,
+		diagnostic = ?, diagnostic_ref = ?, unreleased = ?, settled_at = ? WHERE id = ?`,
+		term.State, nullStr(term.FirstReason), nullStr(term.StaleCause), nullStr(term.StopReason), exit,
+		nullStr(bound(term.Diagnostic)), nullStr(term.DiagnosticRef), nullStr(term.Unreleased), t.nowMS(), a.ID); err != nil {
+		return err
+	}
+	if err := t.terminalTaskEffects(task, term.FirstReason, a.SafetyFinding != ""); err != nil {
+		return err
+	}
+	return t.bump(a.PlanKey)
+}
+
+// terminalTaskEffects is the only place a task's status changes while it has
+// an active attempt.
+func (t *Tx) terminalTaskEffects(task Task, firstReason string, finding bool) error {
+	if words.Closed(task.Status) {
+		return nil
+	}
+	timeLimit := firstReason == words.ReasonTimeLimit
+	if timeLimit && t.s.fp.Fire("mutant/time-limit-beats-cancel") {
+		_, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusNeedsHuman, task.PlanKey)
+		return err
+	}
+	switch {
+	case task.CancelRequested != "":
+		return t.closeTask(task.PlanKey, task.CancelRequested)
+	case timeLimit || finding:
+		_, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusNeedsHuman, task.PlanKey)
+		return err
+	}
+	return nil
+}
+
+// closeTask closes a task as cancelled and inserts its task-closed event,
+// keyed by the cancel-task action ID.
+func (t *Tx) closeTask(planKey, actionID string) error {
+	if _, err := t.exec(`UPDATE tasks SET status = ?, cancel_requested = NULL WHERE plan_key = ?`, words.StatusCancelled, planKey); err != nil {
+		return err
+	}
+	return t.insertEvent(Event{PlanKey: planKey, ActionID: actionID, Kind: words.EventTaskClosed, SourceRef: planKey})
+}
+
+// MaxResult bounds attempts.result.
+const MaxResult = 1 << 20
+
+// Publish is publication step 3: in one transaction, the running → completed
+// guard (current attempt, running, no first reason, context current, task
+// running, no pending cancel task), then completed and the result, and for a
+// writable attempt's commit the ledger entry (which increases the context
+// generation after the guard ran). When the only failing guard is the task's
+// status, the completion guard ends the row cancelled instead. It returns the
+// state written, or a refusal for the caller to reread and settle.
+func (t *Tx) Publish(attemptID string, result []byte, commit string, exitCode int) (string, error) {
+	if len(result) > MaxResult {
+		return "", refuse(CodeBadInput, "result is %d bytes, over the 1 MiB limit", len(result))
+	}
+	if result != nil && !json.Valid(result) {
+		return "", refuse(CodeBadInput, "result is not JSON")
+	}
+	a, err := t.Attempt(attemptID)
+	if err != nil {
+		return "", err
+	}
+	if commit != "" && t.s.fp.Fire("mutant/ledger-outside-publish") {
+		if err := t.RecordHistory(a.PlanKey, a.ID, commit); err != nil {
+			return "", err
+		}
+		a.Context.Generation++ // the mutant's own write must not make it stale
+		commit = ""
+	}
+	g, task, _, err := t.guardFor(a, words.Completed, a.FirstReason)
+	if err != nil {
+		return "", err
+	}
+	if t.s.fp.Fire("mutant/publish-ignores-context") {
+		g.ContextCurrent = true
+	}
+	if t.s.fp.Fire("mutant/publish-ignores-cancel") {
+		g.CancelRequested = false
+	}
+	if t.s.fp.Fire("mutant/late-publish-accepted") {
+		g.CurrentAttempt = true
+	}
+	if err := Legal(g); err != nil {
+		if RefusalCode(err) != CodeTaskNotRunning {
+			return "", err
+		}
+		// The completion guard: a second safeguard behind "a task's status
+		// does not change while it has an active attempt".
+		if _, err := t.exec(`UPDATE attempts SET state = 'cancelled', exit_code = ?, diagnostic = ?, settled_at = ? WHERE id = ?`,
+			exitCode, words.TaskLeftRunning, t.nowMS(), a.ID); err != nil {
+			return "", err
+		}
+		if err := t.terminalTaskEffects(task, "", a.SafetyFinding != ""); err != nil {
+			return "", err
+		}
+		return words.Cancelled, t.bump(a.PlanKey)
+	}
+	if _, err := t.exec(`UPDATE attempts SET state = 'completed', result = ?, exit_code = ?, settled_at = ? WHERE id = ?`,
+		result, exitCode, t.nowMS(), a.ID); err != nil {
+		return "", err
+	}
+	if a.SafetyFinding != "" {
+		if err := t.terminalTaskEffects(task, "", true); err != nil {
+			return "", err
+		}
+	}
+	if err := t.bump(a.PlanKey); err != nil {
+		return "", err
+	}
+	if commit != "" {
+		if err := t.RecordHistory(a.PlanKey, a.ID, commit); err != nil {
+			return "", err
+		}
+	}
+	return words.Completed, nil
+}
+
+// SetAllocation saves the caller-chosen allocation ID before allocation
+// starts, so a crash mid-allocation still leaves a row that matches.
+func (t *Tx) SetAllocation(attemptID, allocationID string) error {
+	return t.setAttemptField(attemptID, `allocation_id = ?`, allocationID)
+}
+
+// SetStorageBaseline saves the storage's metadata baseline and base commit
+// as soon as allocation returns; export after a crash needs both.
+func (t *Tx) SetStorageBaseline(attemptID, baseline, base string) error {
+	return t.setAttemptField(attemptID, `metadata_baseline = ?, storage_base = ?`, baseline, base)
+}
+
+// RecordSafetyFinding records the runner's audit finding before the
+// terminal write, which then sends the task to needs human.
+func (t *Tx) RecordSafetyFinding(attemptID, finding string) error {
+	return t.setAttemptField(attemptID, `safety_finding = ?`, bound(finding))
+}
+
+// MarkPreparationStarting saves preparation_started_at with a null group,
+// before the spawn.
+func (t *Tx) MarkPreparationStarting(attemptID string, at time.Time) error {
+	return t.setAttemptField(attemptID, `preparation_started_at = ?, preparation_pgid = NULL, preparation_identity = NULL`, at.UnixMilli())
+}
+
+// SetPreparationGroup saves the spawned group's ID, start time and identity.
+func (t *Tx) SetPreparationGroup(attemptID string, pgid int, startedAt time.Time, identity string) error {
+	return t.setAttemptField(attemptID, `preparation_pgid = ?, preparation_started_at = ?, preparation_identity = ?`,
+		pgid, startedAt.UnixMilli(), identity)
+}
+
+func (t *Tx) setAttemptField(attemptID, set string, args ...any) error {
+	a, err := t.Attempt(attemptID)
+	if err != nil {
+		return err
+	}
+	if words.Terminal(a.State) {
+		return refuse(CodeIllegal, "attempt %s is already %s", a.ID, a.State)
+	}
+	if _, err := t.exec(`UPDATE attempts SET `+set+` WHERE id = ?`, append(args, a.ID)...); err != nil {
+		return err
+	}
+	return t.bump(a.PlanKey)
+}
