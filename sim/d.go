@@ -1,0 +1,314 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/codeboost/codeboost/dadapter"
+)
+
+// Ops are the simulated D's operations a scenario can steer.
+const (
+	OpStorage = "storage" // PrepareTaskFilesystems
+	OpClone   = "clone"   // CreateTaskClone
+	OpStart   = "start"   // Start (synchronous: auto or fail only)
+	OpExport  = "export"  // ExportTaskDiff
+	OpRemove  = "remove"  // RemoveTaskFilesystems
+	OpCommit  = "commit"  // CommitTaskChanges
+)
+
+// Policy says what D does with the next requests of one op.
+type Policy struct {
+	Mode string // auto (succeed at once), hold (wait for the script), fail
+	Msg  string // the error, for fail
+}
+
+// D is the simulated D contract. It is as unkind as the contract allows:
+// Settled is withheld until the script settles the handle, however long ago
+// Cancel was called; D keeps the first stop reason it receives; an aborted
+// preparation step keeps running until the script lets it exit; exports and
+// removals can fail or hang.
+type D struct {
+	name     func(id string) string // attempt alias for the trace
+	trace    func(string)
+	policy   map[string]Policy
+	pending  []*op
+	handles  map[string]*Handle
+	storage  map[string]*fs // by attempt ID: present task storage
+	diffs    map[string]string
+	commitNo int
+}
+
+type op struct {
+	kind      string
+	attemptID string
+	ctx       context.Context
+	aborted   bool
+	complete  func(err error)
+}
+
+type fs struct {
+	owner dadapter.StorageOwner
+}
+
+func (f *fs) Owner() dadapter.StorageOwner { return f.owner }
+func (f *fs) MetadataBaseline() string     { return "baseline-" + f.owner.AllocationID[:8] }
+func (f *fs) Base() string                 { return "base0000" }
+
+// NewD returns a D whose ops all succeed at once.
+func NewD(name func(string) string, trace func(string)) *D {
+	return &D{name: name, trace: trace, policy: map[string]Policy{}, handles: map[string]*Handle{},
+		storage: map[string]*fs{}, diffs: map[string]string{}}
+}
+
+// SetPolicy sets how later requests of op behave.
+func (d *D) SetPolicy(opName string, p Policy) error {
+	switch opName {
+	case OpStorage, OpClone, OpExport, OpRemove, OpCommit:
+	case OpStart:
+		if p.Mode == "hold" {
+			return errors.New("start is synchronous: it can only succeed or throw")
+		}
+	default:
+		return fmt.Errorf("unknown D op %q", opName)
+	}
+	switch p.Mode {
+	case "auto", "hold", "fail":
+	default:
+		return fmt.Errorf("unknown policy %q (auto, hold, fail)", p.Mode)
+	}
+	d.policy[opName] = p
+	return nil
+}
+
+func (d *D) tracef(format string, args ...any) { d.trace("d: " + fmt.Sprintf(format, args...)) }
+
+// request runs an op under its policy.
+func (d *D) request(kind, attemptID string, ctx context.Context, complete func(error)) {
+	p := d.policy[kind]
+	o := &op{kind: kind, attemptID: attemptID, ctx: ctx, complete: complete}
+	d.tracef("%s %s requested", kind, d.name(attemptID))
+	switch p.Mode {
+	case "hold":
+		d.pending = append(d.pending, o) // an abort does not end it: the script does
+	case "fail":
+		complete(errors.New(p.Msg))
+	default:
+		complete(nil)
+	}
+}
+
+// Held lists the held ops as "kind alias", sorted, marking aborted ones.
+func (d *D) Held() []string {
+	var out []string
+	for _, o := range d.pending {
+		s := o.kind + " " + d.name(o.attemptID)
+		if o.ctx != nil && o.ctx.Err() != nil {
+			s += " (aborted)"
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Finish completes a held op: with err == nil it succeeds unless its context
+// was aborted, in which case it reports the abort, as a helper that has
+// stopped its process group does.
+func (d *D) Finish(kind, attemptID string, err error) error {
+	for i, o := range d.pending {
+		if o.kind != kind || o.attemptID != attemptID {
+			continue
+		}
+		d.pending = append(d.pending[:i], d.pending[i+1:]...)
+		if err == nil && o.ctx != nil && o.ctx.Err() != nil {
+			err = errors.New("aborted")
+		}
+		if err != nil {
+			d.tracef("%s %s ends: %v", kind, d.name(attemptID), err)
+		} else {
+			d.tracef("%s %s ends", kind, d.name(attemptID))
+		}
+		o.complete(err)
+		return nil
+	}
+	return fmt.Errorf("no held %s for %s (held: %v)", kind, d.name(attemptID), d.Held())
+}
+
+// Aborted reports whether the held op's context was cancelled.
+func (d *D) Aborted(kind, attemptID string) (bool, error) {
+	for _, o := range d.pending {
+		if o.kind == kind && o.attemptID == attemptID {
+			return o.ctx != nil && o.ctx.Err() != nil, nil
+		}
+	}
+	return false, fmt.Errorf("no held %s for %s", kind, d.name(attemptID))
+}
+
+// StoragePresent reports whether the attempt's task storage exists.
+func (d *D) StoragePresent(attemptID string) bool { return d.storage[attemptID] != nil }
+
+func (d *D) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOwner, onGroup func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
+	d.request(OpStorage, owner.AttemptID, ctx, func(err error) {
+		if err != nil {
+			done(nil, err) // an aborted allocation removes what it made
+			return
+		}
+		f := &fs{owner: owner}
+		d.storage[owner.AttemptID] = f
+		done(f, nil)
+	})
+}
+
+func (d *D) RemoveTaskFilesystems(t dadapter.TaskFilesystems, done func(error)) {
+	id := t.Owner().AttemptID
+	d.request(OpRemove, id, nil, func(err error) {
+		if err == nil {
+			delete(d.storage, id)
+		}
+		done(err)
+	})
+}
+
+// SetDiff sets what an export of the attempt's storage returns.
+func (d *D) SetDiff(attemptID, diff string) { d.diffs[attemptID] = diff }
+
+func (d *D) ExportTaskDiff(ctx context.Context, t dadapter.TaskFilesystems, maxBytes int, done func(dadapter.ExportResult, error)) {
+	id := t.Owner().AttemptID
+	d.request(OpExport, id, ctx, func(err error) {
+		if err == nil && d.storage[id] == nil {
+			err = errors.New("task storage is gone")
+		}
+		if err != nil {
+			done(dadapter.ExportResult{}, err)
+			return
+		}
+		diff := d.diffs[id]
+		if diff == "" {
+			diff = "diff --git a/file b/file\n+partial work of " + d.name(id) + "\n"
+		}
+		r := dadapter.ExportResult{Diff: []byte(diff)}
+		if len(r.Diff) > maxBytes {
+			r.Diff, r.Truncated = r.Diff[:maxBytes], true
+		}
+		done(r, nil)
+	})
+}
+
+func (d *D) CommitTaskChanges(ctx context.Context, t dadapter.TaskFilesystems, done func(dadapter.Bundle, error)) {
+	id := t.Owner().AttemptID
+	d.request(OpCommit, id, ctx, func(err error) {
+		if err == nil && d.storage[id] == nil {
+			err = errors.New("task storage is gone")
+		}
+		if err != nil {
+			done(dadapter.Bundle{}, err)
+			return
+		}
+		d.commitNo++
+		done(dadapter.Bundle{Commit: fmt.Sprintf("c%07d", d.commitNo)}, nil)
+	})
+}
+
+func (d *D) CreateTaskClone(ctx context.Context, parent string, onGroup func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
+	id := attemptFromDir(parent)
+	d.request(OpClone, id, ctx, func(err error) {
+		if err != nil {
+			done(dadapter.Clone{}, err)
+			return
+		}
+		done(dadapter.Clone{Dir: parent + "/clone", Head: "base0000"}, nil)
+	})
+}
+
+func (d *D) RecoverLeftovers(ctx context.Context, owner string, done func(dadapter.RecoveryReport, error)) {
+	done(dadapter.RecoveryReport{}, errors.New("sim: recovery arrives with issue 3"))
+}
+
+func attemptFromDir(dir string) string {
+	for i := len(dir) - 1; i >= 0; i-- {
+		if dir[i] == '/' {
+			return dir[i+1:]
+		}
+	}
+	return dir
+}
+
+// Start is synchronous: a handle, or an error with nothing left running.
+func (d *D) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
+	if p := d.policy[OpStart]; p.Mode == "fail" {
+		d.tracef("start %s throws: %s", d.name(in.AttemptID), p.Msg)
+		return nil, errors.New(p.Msg)
+	}
+	if in.Storage == nil {
+		return nil, errors.New("sim: an invocation needs task storage")
+	}
+	h := &Handle{d: d, attemptID: in.AttemptID, input: in}
+	d.handles[in.AttemptID] = h
+	d.tracef("start %s", d.name(in.AttemptID))
+	return h, nil
+}
+
+// Handle is a simulated invocation. It settles only when the script says so.
+type Handle struct {
+	d          *D
+	attemptID  string
+	input      dadapter.InvocationInput
+	stopReason dadapter.StopReason // D's first stop reason
+	cancels    []dadapter.StopReason
+	settled    *dadapter.Settlement
+	onSettled  func(dadapter.Settlement)
+}
+
+func (h *Handle) OnSettled(fn func(dadapter.Settlement)) {
+	h.onSettled = fn
+	if h.settled != nil {
+		fn(*h.settled)
+	}
+}
+
+// Cancel records the request; D keeps the first stop reason it received.
+func (h *Handle) Cancel(reason dadapter.StopReason) {
+	h.cancels = append(h.cancels, reason)
+	if h.stopReason == "" && h.settled == nil {
+		h.stopReason = reason
+	}
+	h.d.tracef("cancel %s %s", h.d.name(h.attemptID), reason)
+}
+
+// Handle returns the attempt's handle, or nil.
+func (d *D) Handle(attemptID string) *Handle { return d.handles[attemptID] }
+
+// Cancels lists the reasons Cancel was called with.
+func (h *Handle) Cancels() []dadapter.StopReason { return h.cancels }
+
+// Input is what Start received.
+func (h *Handle) Input() dadapter.InvocationInput { return h.input }
+
+// StopOnItsOwn makes D stop the invocation for its own reason (timeout,
+// output-limit, capture-failure) without settling yet.
+func (h *Handle) StopOnItsOwn(reason dadapter.StopReason) {
+	if h.stopReason == "" {
+		h.stopReason = reason
+	}
+	h.d.tracef("stops %s on its own: %s (first stop reason %s)", h.d.name(h.attemptID), reason, h.stopReason)
+}
+
+// Settle resolves Settled. The stop reason is D's first one; s.StopReason
+// is used only when D had none.
+func (h *Handle) Settle(s dadapter.Settlement) error {
+	if h.settled != nil {
+		return fmt.Errorf("%s already settled", h.d.name(h.attemptID))
+	}
+	if h.stopReason != "" {
+		s.StopReason = h.stopReason
+	}
+	h.settled = &s
+	h.d.tracef("settled %s stop=%q exit=%d", h.d.name(h.attemptID), s.StopReason, s.ExitCode)
+	if h.onSettled != nil {
+		h.onSettled(s)
+	}
+	return nil
+}
