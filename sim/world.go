@@ -54,6 +54,9 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 	}
 	w := &World{Dir: dir, DBPath: filepath.Join(dir, "codeboost.db"), Loop: &Loop{}, IDs: ids.NewSeeded(cfg.Seed),
 		FP: fp, Config: cfg, aliases: map[string]string{}, names: map[string]string{}, findings: map[string]string{}}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
 	w.Clock = NewClock(w.Loop)
 	w.Owner = w.IDs.Token()
 	w.D = NewD(w.Name, w.Trace)

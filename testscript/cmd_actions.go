@@ -1,0 +1,148 @@
+package testscript
+
+import (
+	"fmt"
+
+	"github.com/codeboost/codeboost/runner"
+	"github.com/codeboost/codeboost/store"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+func init() {
+	register(
+		Command{Name: "cancel", Usage: "[!] cancel ATTEMPT [action=NAME] [sv=N]",
+			Summary: "the user's cancel attempt, as a user action; prints the response's outcome and message",
+			Example: "cancel A action=c1", Run: cmdCancel},
+		Command{Name: "cancel-task", Usage: "[!] cancel-task TASK [action=NAME] [sv=N]",
+			Summary: "the user's cancel task, as a user action (\"Stopping, then cancelling\" while an attempt is active)",
+			Example: "cancel-task T1", Run: cmdCancelTask},
+		Command{Name: "retry", Usage: "[!] retry ATTEMPT [as=NAME] [action=NAME] [sv=N]",
+			Summary: "the user's retry of a failed or cancelled attempt, as a user action",
+			Example: "retry A as=B", Run: cmdRetry},
+		Command{Name: "run-again", Usage: "[!] run-again ATTEMPT [as=NAME] [action=NAME] [sv=N]",
+			Summary: "\"Run again on the current code\" for a stale attempt, as a user action",
+			Example: "run-again A as=B", Run: cmdRunAgain},
+		Command{Name: "revise", Usage: "revise TASK [unseen]",
+			Summary: "imports the plan's next revision; with unseen the runner is not told (another transaction it had not yet seen)",
+			Example: "revise T1", Run: contextCmd(func(tx *store.Tx, key string, _ []string) error {
+				p, err := tx.PresentContext(key)
+				if err != nil {
+					return err
+				}
+				_, err = tx.ImportRevision(key, p.PlanRevision, []string{"item 1"})
+				return err
+			}, 0)},
+		Command{Name: "snapshot", Usage: "snapshot TASK SNAPSHOT [unseen]",
+			Summary: "records a new review snapshot for the task's plan",
+			Example: "snapshot T1 s2", Run: contextCmd(func(tx *store.Tx, key string, a []string) error {
+				return tx.ChangeSnapshot(key, a[0])
+			}, 1)},
+		Command{Name: "reassign", Usage: "reassign TASK ASSIGNMENT [unseen]",
+			Summary: "gives the task's work to another assignment (plan revision and snapshot unchanged)",
+			Example: "reassign T1 a2", Run: contextCmd(func(tx *store.Tx, key string, a []string) error {
+				return tx.Reassign(key, a[0])
+			}, 1)},
+		Command{Name: "code", Usage: "code TASK COMMIT [unseen]",
+			Summary: "records a ledger entry that moves the task's referenced code",
+			Example: "code T1 c2", Run: contextCmd(func(tx *store.Tx, key string, a []string) error {
+				return tx.RecordHistory(key, "", a[0])
+			}, 1)},
+	)
+}
+
+func printResponse(ts *gts.TestScript, s *scenario, r store.Response) {
+	fmt.Fprintf(ts.Stdout(), "outcome: %s\n", r.Outcome)
+	if r.Message != "" {
+		fmt.Fprintf(ts.Stdout(), "message: %s\n", r.Message)
+	}
+	if r.Replayed {
+		fmt.Fprintf(ts.Stdout(), "replayed\n")
+	}
+	if r.AttemptID != "" {
+		fmt.Fprintf(ts.Stdout(), "attempt: %s\n", s.w.Name(r.AttemptID))
+	}
+}
+
+func (s *scenario) actionRequest(ts *gts.TestScript, a argSet, attemptName string) runner.ActionRequest {
+	id := s.attempt(ts, attemptName)
+	at, err := s.world(ts).Store.Attempt(id)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	return runner.ActionRequest{PlanKey: at.PlanKey, AttemptID: id, ExpectedStateVersion: s.stateVersion(ts, at.PlanKey, a),
+		ActionID: s.action(a)}
+}
+
+func cmdCancel(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: cancel ATTEMPT [k=v...]")
+	}
+	resp, err := s.world(ts).Runner.CancelAttempt(s.actionRequest(ts, a, a.pos[0]))
+	printResponse(ts, s, resp)
+	s.expect(ts, neg, "cancel", err)
+}
+
+func cmdCancelTask(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: cancel-task TASK [k=v...]")
+	}
+	key := s.planKey(ts, a.pos[0])
+	r := runner.ActionRequest{PlanKey: key, ExpectedStateVersion: s.stateVersion(ts, key, a), ActionID: s.action(a)}
+	resp, err := s.world(ts).Runner.CancelTask(r)
+	printResponse(ts, s, resp)
+	s.expect(ts, neg, "cancel-task", err)
+}
+
+func cmdRetry(ts *gts.TestScript, neg bool, args []string)    { again(ts, neg, args, "retry") }
+func cmdRunAgain(ts *gts.TestScript, neg bool, args []string) { again(ts, neg, args, "run-again") }
+
+func again(ts *gts.TestScript, neg bool, args []string, what string) {
+	s := get(ts)
+	w := s.world(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: %s ATTEMPT [as=NAME] [k=v...]", what)
+	}
+	r := s.actionRequest(ts, a, a.pos[0])
+	if name := a.kv["as"]; name != "" {
+		if err := w.NameNext(name); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+	f := w.Runner.Retry
+	if what == "run-again" {
+		f = w.Runner.RunAgain
+	}
+	resp, err := f(r)
+	printResponse(ts, s, resp)
+	s.expect(ts, neg, what, err)
+}
+
+// contextCmd builds a context-changing command: through the runner (which
+// then notices staleness) or, with "unseen", straight to the Store.
+func contextCmd(change func(tx *store.Tx, key string, args []string) error, nargs int) func(*gts.TestScript, bool, []string) {
+	return func(ts *gts.TestScript, neg bool, args []string) {
+		s := get(ts)
+		w := s.world(ts)
+		unseen := len(args) > 0 && args[len(args)-1] == "unseen"
+		if unseen {
+			args = args[:len(args)-1]
+		}
+		if len(args) != 1+nargs {
+			ts.Fatalf("wrong number of arguments")
+		}
+		key := s.planKey(ts, args[0])
+		rest := args[1:]
+		var err error
+		if unseen {
+			err = w.Store.Update(func(tx *store.Tx) error { return change(tx, key, rest) })
+		} else {
+			err = w.Runner.ChangeContext(key, func(tx *store.Tx) error { return change(tx, key, rest) })
+		}
+		s.expect(ts, neg, "context change", err)
+	}
+}

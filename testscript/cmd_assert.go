@@ -1,0 +1,279 @@
+package testscript
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/codeboost/codeboost/store"
+	"github.com/google/go-cmp/cmp"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+func init() {
+	register(
+		Command{Name: "attempt", Usage: "attempt ATTEMPT [state=S] [first=R|none] [cause=TEXT] [stop=R|none] [exit=N|none] [diag=TEXT] [diag~=REGEXP] [ref=present|absent] [finding=TEXT|none] [allocation=set|unset] [baseline=set|unset] [kind=K]",
+			Summary: "asserts fields of the attempt's durable row; a mismatch prints a diff",
+			Example: "attempt A state=cancelled first=cancelled", Run: cmdAttempt},
+		Command{Name: "task", Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N]",
+			Summary: "asserts fields of the task's durable row",
+			Example: "task T1 status='needs human' cancel=unset", Run: cmdTask},
+		Command{Name: "status", Usage: "status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B]",
+			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label)",
+			Example: "status T1 stop=cancelled saved=false label='Stopping (not saved yet)'", Run: cmdStatus},
+		Command{Name: "slots", Usage: "slots N",
+			Summary: "asserts how many runner slots are held (reserved, running, or under a marker)",
+			Example: "slots 0", Run: cmdSlots},
+		Command{Name: "events", Usage: "events TASK KIND N",
+			Summary: "asserts how many feedback events of KIND the task has",
+			Example: "events T1 task-closed 1", Run: cmdEvents},
+		Command{Name: "traced", Usage: "[!] traced REGEXP",
+			Summary: "asserts that some trace line matches (or, negated, that none does)",
+			Example: "! traced 'd: start A'", Run: cmdTraced},
+		Command{Name: "order", Usage: "order PATTERN PATTERN...",
+			Summary: "asserts that trace lines matching each regexp appear in this order",
+			Example: "order 'terminal A' 'storage removed A' 'slot freed A'", Run: cmdOrder},
+		Command{Name: "trace", Usage: "trace",
+			Summary: "prints the trace so far to stdout (for stdout to match)",
+			Example: "trace", Run: cmdTrace},
+		Command{Name: "diagfile", Usage: "diagfile ATTEMPT present|absent",
+			Summary: "asserts whether <attemptId>.diff exists in this database's diagnostics directory",
+			Example: "diagfile A present", Run: cmdDiagFile},
+		Command{Name: "refs-exist", Usage: "refs-exist",
+			Summary: "asserts that every diagnostic_ref names an existing file: no row points at a missing file",
+			Example: "refs-exist", Run: cmdRefsExist},
+	)
+}
+
+func boolStr(b bool) string { return strconv.FormatBool(b) }
+
+func setStr(b bool) string {
+	if b {
+		return "set"
+	}
+	return "unset"
+}
+
+func noneOr(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// compare checks every wanted key against got and fails with a diff.
+func (s *scenario) compare(ts *gts.TestScript, what string, want map[string]string, got map[string]string) {
+	sub := map[string]string{}
+	var bad []string
+	for k, v := range want {
+		if strings.HasSuffix(k, "~") {
+			g, ok := got[strings.TrimSuffix(k, "~")]
+			if !ok {
+				ts.Fatalf("%s: unknown field %s", what, k)
+			}
+			if !regexp.MustCompile(v).MatchString(g) {
+				bad = append(bad, fmt.Sprintf("%s does not match %q: %q", strings.TrimSuffix(k, "~"), v, g))
+			}
+			continue
+		}
+		g, ok := got[k]
+		if !ok {
+			ts.Fatalf("%s: unknown field %s", what, k)
+		}
+		sub[k] = g
+	}
+	wantExact := map[string]string{}
+	for k, v := range want {
+		if !strings.HasSuffix(k, "~") {
+			wantExact[k] = v
+		}
+	}
+	if d := cmp.Diff(wantExact, sub); d != "" || len(bad) > 0 {
+		sort.Strings(bad)
+		s.fatal(ts, "%s (-want +got):\n%s%s", what, d, strings.Join(bad, "\n"))
+	}
+}
+
+func cmdAttempt(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: attempt ATTEMPT k=v...")
+	}
+	at, err := s.world(ts).Store.Attempt(s.attempt(ts, a.pos[0]))
+	if err != nil {
+		s.fatal(ts, "%v", err)
+	}
+	exit := "none"
+	if at.ExitCode != nil {
+		exit = strconv.Itoa(*at.ExitCode)
+	}
+	ref := "absent"
+	if at.DiagnosticRef != "" {
+		ref = "present"
+	}
+	got := map[string]string{"state": at.State, "first": noneOr(at.FirstReason), "cause": at.StaleCause, "stop": noneOr(at.StopReason),
+		"exit": exit, "diag": at.Diagnostic, "ref": ref, "finding": noneOr(at.SafetyFinding), "kind": at.Kind,
+		"allocation": setStr(at.AllocationID != ""), "baseline": setStr(at.MetadataBaseline != "")}
+	s.compare(ts, "attempt "+a.pos[0], a.kv, got)
+}
+
+func cmdTask(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: task TASK k=v...")
+	}
+	key := s.planKey(ts, a.pos[0])
+	w := s.world(ts)
+	var t store.Task
+	var attempts []store.Attempt
+	var history []store.HistoryEntry
+	err := w.Store.View(func(tx *store.Tx) (err error) {
+		if t, err = tx.Task(key); err != nil {
+			return err
+		}
+		if attempts, err = tx.Attempts(key); err != nil {
+			return err
+		}
+		history, err = tx.History(key)
+		return err
+	})
+	if err != nil {
+		s.fatal(ts, "%v", err)
+	}
+	current := "none"
+	if t.CurrentAttemptID != "" {
+		current = w.Name(t.CurrentAttemptID)
+	}
+	got := map[string]string{"status": t.Status, "sv": strconv.FormatInt(t.StateVersion, 10),
+		"gen": strconv.FormatInt(t.ContextGeneration, 10), "cancel": setStr(t.CancelRequested != ""),
+		"requeue": boolStr(t.RequeuePending), "budget": setStr(t.BudgetDeadline != nil), "current": current,
+		"attempts": strconv.Itoa(len(attempts)), "history": strconv.Itoa(len(history))}
+	s.compare(ts, "task "+a.pos[0], a.kv, got)
+}
+
+func cmdStatus(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: status TASK k=v...")
+	}
+	st, err := s.world(ts).Runner.Status(s.planKey(ts, a.pos[0]))
+	if err != nil {
+		s.fatal(ts, "%v", err)
+	}
+	got := map[string]string{"retryable": boolStr(st.Retryable), "runagain": boolStr(st.RunAgain), "stop": "none",
+		"saved": "none", "unresolved": "none", "label": st.Label, "available": boolStr(st.Available)}
+	if st.StopRequested != nil {
+		got["stop"], got["saved"] = st.StopRequested.Reason, boolStr(st.StopRequested.Saved)
+	}
+	if st.Unresolved != nil {
+		got["unresolved"] = st.Unresolved.Reason
+	}
+	s.compare(ts, "status "+a.pos[0], a.kv, got)
+}
+
+func cmdSlots(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: slots N")
+	}
+	s := get(ts)
+	if got := strconv.Itoa(s.world(ts).Runner.SlotsUsed()); got != args[0] {
+		s.fatal(ts, "slots held: %s, want %s", got, args[0])
+	}
+}
+
+func cmdEvents(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: events TASK KIND N")
+	}
+	s := get(ts)
+	key := s.planKey(ts, args[0])
+	var n int
+	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { n, err = tx.EventCount(key, args[1]); return err }); err != nil {
+		s.fatal(ts, "%v", err)
+	}
+	if strconv.Itoa(n) != args[2] {
+		s.fatal(ts, "%s events of %s: %d, want %s", args[1], args[0], n, args[2])
+	}
+}
+
+func cmdTraced(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: traced REGEXP")
+	}
+	s := get(ts)
+	re := regexp.MustCompile(args[0])
+	found := ""
+	for _, l := range s.world(ts).Lines() {
+		if re.MatchString(l) {
+			found = l
+			break
+		}
+	}
+	if neg && found != "" {
+		s.fatal(ts, "trace has %q, which it must not", found)
+	}
+	if !neg && found == "" {
+		s.fatal(ts, "no trace line matches %q", args[0])
+	}
+}
+
+func cmdOrder(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: order PATTERN PATTERN...")
+	}
+	s := get(ts)
+	lines := s.world(ts).Lines()
+	i := 0
+	for _, p := range args {
+		re := regexp.MustCompile(p)
+		for i < len(lines) && !re.MatchString(lines[i]) {
+			i++
+		}
+		if i == len(lines) {
+			s.fatal(ts, "order: no line matching %q after the earlier steps", p)
+		}
+		i++
+	}
+}
+
+func cmdTrace(ts *gts.TestScript, neg bool, args []string) {
+	for _, l := range get(ts).world(ts).Lines() {
+		fmt.Fprintln(ts.Stdout(), l)
+	}
+}
+
+func (s *scenario) diagDir(ts *gts.TestScript) string {
+	w := s.world(ts)
+	return filepath.Join(w.Dir, "runner-root", w.Owner, "diagnostics")
+}
+
+func cmdDiagFile(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 || (args[1] != "present" && args[1] != "absent") {
+		ts.Fatalf("usage: diagfile ATTEMPT present|absent")
+	}
+	s := get(ts)
+	_, err := os.Lstat(filepath.Join(s.diagDir(ts), s.attempt(ts, args[0])+".diff"))
+	if got := err == nil; got != (args[1] == "present") {
+		s.fatal(ts, "diagnostics file of %s present=%v, want %s", args[0], got, args[1])
+	}
+}
+
+func cmdRefsExist(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	var refs map[string]string
+	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { refs, err = tx.DiagnosticRefs(); return err }); err != nil {
+		s.fatal(ts, "%v", err)
+	}
+	for ref, id := range refs {
+		if _, err := os.Stat(filepath.Join(s.diagDir(ts), ref)); err != nil {
+			s.fatal(ts, "attempt %s points at missing file %s", s.w.Name(id), ref)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package testscript
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/sim"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+func init() {
+	register(
+		Command{Name: "d", Usage: "d OP auto|hold|fail [MESSAGE]",
+			Summary: "sets how the simulated D answers later requests of OP (storage, clone, start, export, remove, commit): at once, held until the script releases it, or with an error",
+			Example: "d clone hold", Run: cmdD},
+		Command{Name: "release", Usage: "release OP ATTEMPT",
+			Summary: "lets a held D operation finish; an aborted one reports its abort, as a helper that stopped its process group does",
+			Example: "release clone A", Run: cmdRelease},
+		Command{Name: "fail-op", Usage: "fail-op OP ATTEMPT MESSAGE",
+			Summary: "ends a held D operation with an error",
+			Example: "fail-op clone A 'fatal: repository not found'", Run: cmdFailOp},
+		Command{Name: "aborted", Usage: "[!] aborted OP ATTEMPT",
+			Summary: "asserts that the coordinator aborted the held operation's signal (and that it is still held: awaited)",
+			Example: "aborted clone A", Run: cmdAborted},
+		Command{Name: "settle", Usage: "settle ATTEMPT [exit=N] [output=JSON] [stop=REASON] [diag=TEXT] [unreleased=N]",
+			Summary: "resolves the handle's Settled; D's own first stop reason, if it has one, wins over stop=",
+			Example: "settle A exit=1 output='boom'", Run: cmdSettle},
+		Command{Name: "d-stops", Usage: "d-stops ATTEMPT REASON",
+			Summary: "D stops the invocation for its own reason (timeout, output-limit, capture-failure) and keeps Settled pending",
+			Example: "d-stops A timeout", Run: cmdDStops},
+		Command{Name: "started", Usage: "[!] started ATTEMPT",
+			Summary: "asserts whether D's start was called for the attempt",
+			Example: "! started A", Run: cmdStarted},
+		Command{Name: "d-cancels", Usage: "d-cancels ATTEMPT [REASON,REASON...|none]",
+			Summary: "asserts the exact reasons handle.Cancel was called with, in order",
+			Example: "d-cancels A cancelled", Run: cmdDCancels},
+		Command{Name: "storage", Usage: "storage ATTEMPT present|absent",
+			Summary: "asserts whether the attempt's task storage (volumes and keeper) exists in the simulated D",
+			Example: "storage A absent", Run: cmdStorage},
+		Command{Name: "hostfiles", Usage: "hostfiles ATTEMPT present|absent",
+			Summary: "asserts whether the attempt directory <root>/<owner>/attempts/<id> exists on disk",
+			Example: "hostfiles A absent", Run: cmdHostFiles},
+		Command{Name: "set-diff", Usage: "set-diff ATTEMPT TEXT",
+			Summary: "sets what an export of the attempt's task storage returns",
+			Example: "set-diff A 'diff --git a/x b/x'", Run: cmdSetDiff},
+		Command{Name: "finding", Usage: "finding ATTEMPT TEXT",
+			Summary: "makes the runner's audit report a safety finding for a writable attempt that ends badly on its own",
+			Example: "finding A 'changed .git/config'", Run: cmdFinding},
+	)
+}
+
+func cmdD(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: d OP auto|hold|fail [MESSAGE]")
+	}
+	p := sim.Policy{Mode: args[1]}
+	if len(args) == 3 {
+		p.Msg = args[2]
+	}
+	if p.Mode == "fail" && p.Msg == "" {
+		p.Msg = args[0] + " failed"
+	}
+	if err := get(ts).world(ts).D.SetPolicy(args[0], p); err != nil {
+		ts.Fatalf("%v", err)
+	}
+}
+
+func cmdRelease(ts *gts.TestScript, neg bool, args []string) {
+	finishOp(ts, args, nil, "usage: release OP ATTEMPT", 2)
+}
+
+func cmdFailOp(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: fail-op OP ATTEMPT MESSAGE")
+	}
+	finishOp(ts, args[:2], errors.New(args[2]), "", 2)
+}
+
+func finishOp(ts *gts.TestScript, args []string, err error, usage string, n int) {
+	if len(args) != n {
+		ts.Fatalf("%s", usage)
+	}
+	s := get(ts)
+	w := s.world(ts)
+	if ferr := w.D.Finish(args[0], s.attempt(ts, args[1]), err); ferr != nil {
+		s.fatal(ts, "%v", ferr)
+	}
+	w.Loop.Drain()
+}
+
+func cmdAborted(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: aborted OP ATTEMPT")
+	}
+	s := get(ts)
+	got, err := s.world(ts).D.Aborted(args[0], s.attempt(ts, args[1]))
+	if err != nil {
+		s.fatal(ts, "%v (an operation that already ended was not awaited)", err)
+	}
+	if got == neg {
+		s.fatal(ts, "held %s of %s: aborted=%v, want %v", args[0], args[1], got, !neg)
+	}
+}
+
+func (s *scenario) handle(ts *gts.TestScript, name string) *sim.Handle {
+	h := s.world(ts).D.Handle(s.attempt(ts, name))
+	if h == nil {
+		s.fatal(ts, "D never started %s", name)
+	}
+	return h
+}
+
+func cmdSettle(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: settle ATTEMPT [k=v...]")
+	}
+	h := s.handle(ts, a.pos[0])
+	st := dadapter.Settlement{Output: []byte(or(a.kv["output"], `{"ok":true}`)), Diagnostic: a.kv["diag"],
+		StopReason: dadapter.StopReason(a.kv["stop"])}
+	if v, ok := a.kv["exit"]; ok {
+		st.ExitCode, _ = strconv.Atoi(v)
+	}
+	if v, ok := a.kv["unreleased"]; ok {
+		n, _ := strconv.Atoi(v)
+		for i := 0; i < n; i++ {
+			st.Unreleased = append(st.Unreleased, dadapter.Resource{Kind: "container", ID: fmt.Sprintf("c%d", i)})
+		}
+	}
+	if err := h.Settle(st); err != nil {
+		s.fatal(ts, "%v", err)
+	}
+	s.world(ts).Loop.Drain()
+}
+
+func cmdDStops(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: d-stops ATTEMPT REASON")
+	}
+	s := get(ts)
+	s.handle(ts, args[0]).StopOnItsOwn(dadapter.StopReason(args[1]))
+}
+
+func cmdStarted(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: started ATTEMPT")
+	}
+	s := get(ts)
+	got := s.world(ts).D.Handle(s.attempt(ts, args[0])) != nil
+	if got == neg {
+		s.fatal(ts, "D start called for %s: %v, want %v", args[0], got, !neg)
+	}
+}
+
+func cmdDCancels(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: d-cancels ATTEMPT REASONS")
+	}
+	s := get(ts)
+	var got []string
+	for _, r := range s.handle(ts, args[0]).Cancels() {
+		got = append(got, string(r))
+	}
+	want := args[1]
+	if want == "none" {
+		want = ""
+	}
+	if strings.Join(got, ",") != want {
+		s.fatal(ts, "handle.Cancel calls for %s: %q, want %q", args[0], strings.Join(got, ","), want)
+	}
+}
+
+func cmdStorage(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 || (args[1] != "present" && args[1] != "absent") {
+		ts.Fatalf("usage: storage ATTEMPT present|absent")
+	}
+	s := get(ts)
+	got := s.world(ts).D.StoragePresent(s.attempt(ts, args[0]))
+	if got != (args[1] == "present") {
+		s.fatal(ts, "task storage of %s present=%v, want %s", args[0], got, args[1])
+	}
+}
+
+func cmdHostFiles(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 || (args[1] != "present" && args[1] != "absent") {
+		ts.Fatalf("usage: hostfiles ATTEMPT present|absent")
+	}
+	s := get(ts)
+	w := s.world(ts)
+	dir := filepath.Join(w.Dir, "runner-root", w.Owner, "attempts", s.attempt(ts, args[0]))
+	_, err := os.Lstat(dir)
+	got := err == nil
+	if got != (args[1] == "present") {
+		s.fatal(ts, "attempt directory of %s present=%v, want %s", args[0], got, args[1])
+	}
+}
+
+func cmdSetDiff(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: set-diff ATTEMPT TEXT")
+	}
+	s := get(ts)
+	s.world(ts).D.SetDiff(s.attempt(ts, args[0]), args[1])
+}
+
+func cmdFinding(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: finding ATTEMPT TEXT")
+	}
+	s := get(ts)
+	s.world(ts).SetFinding(s.attempt(ts, args[0]), args[1])
+}
