@@ -37,11 +37,19 @@ var Catalog = map[string]string{
 	"store/admit":              "the admission transaction throws",
 	"store/commit":             "COMMIT fails, so the transaction rolls back and AfterCommit effects are dropped",
 	"store/user-action":        "a user action throws after its writes, before COMMIT",
+	"store/before-commit":      "runs a scenario command after a write transaction's writes, right before its COMMIT",
 
 	// Hooks that let a scenario act between two statements of one event.
 	"runner/before-launch-check": "runs a scenario command right before the launch check",
 	"runner/before-mark-running": "runs a scenario command after D's start returned, before pending → running",
 	"runner/before-publish":      "runs a scenario command after validation, right before the publication transaction",
+
+	// Mutants guarding settlement and stops (runner/stop.go, settlement.go,
+	// store/tasks.go); each removes one guard.
+	"mutant/lifecycle-bumps-generation":    "an attempt's own lifecycle change also increases the context generation",
+	"mutant/deadline-ends-running":         "the attempt deadline ends a running attempt before D settles (a second timer that settles early)",
+	"mutant/error-ignores-context":         "settlement maps a provider error to failed without checking the captured context",
+	"mutant/publish-ignores-memory-reason": "publication does not skip when a first reason is held only in memory",
 
 	// Mutants: each removes one guard.
 	"mutant/no-first-reason-wins":        "settlement ignores the first reason and maps D's result alone",
@@ -74,6 +82,9 @@ var Catalog = map[string]string{
 	"mutant/human-gate-during-attempt":   "the task may move to a human-gated status while an attempt is active",
 	"mutant/late-publish-accepted":       "publication does not check that the attempt is the task's current attempt",
 	"mutant/stop-before-commit":          "a stop inside a user action applies before the commit",
+	"mutant/cancel-task-not-closed":      "the attempt's terminal write does not close a task whose cancel task is pending",
+	"mutant/completion-ignores-status":   "publication does not check that the task is running (the completion guard is off)",
+	"mutant/start-failure-frees-slot":    "a failed pending → running write ends the row at settlement and frees the slot instead of keeping a marker",
 }
 
 // Set is one world's failpoint registry. A nil *Set has every failpoint off.

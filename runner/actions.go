@@ -155,7 +155,7 @@ func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) 
 			}
 			a, err := tx.Admit(store.AdmitRequest{PlanKey: r.PlanKey, Kind: last.Kind, Item: last.Item,
 				ExpectedStateVersion: r.ExpectedStateVersion, Captured: captured,
-				AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget})
+				AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget, AllocationID: c.deps.IDs.UUID()})
 			if err != nil {
 				return store.Response{}, err
 			}

@@ -58,6 +58,21 @@ func (c *Coordinator) Admit(r AdmitRequest) (attemptID string, err error) {
 	return
 }
 
+// AdmitAsync posts one admission to the loop and returns at once; done runs
+// on the loop, in the same event, with its result. Admissions posted one
+// after another are delivered in order, with nothing between them: two
+// admissions in the same tick. Each is still one event, so two cannot both
+// see the same free slot.
+func (c *Coordinator) AdmitAsync(r AdmitRequest, done func(attemptID string, err error)) {
+	c.deps.Loop.Post(func() {
+		id, err := c.admit(r, nil)
+		c.publish()
+		if done != nil {
+			done(id, err)
+		}
+	})
+}
+
 // reserve is admission's in-memory half. It returns a release func.
 func (c *Coordinator) reserve(planKey, kind string) (func(), error) {
 	if !c.open {
@@ -97,7 +112,7 @@ func (c *Coordinator) admit(r AdmitRequest, tx *store.Tx) (string, error) {
 		return "", err
 	}
 	req := store.AdmitRequest{PlanKey: r.PlanKey, Kind: r.Kind, Item: r.Item, ExpectedStateVersion: r.ExpectedStateVersion,
-		AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget}
+		AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget, AllocationID: c.deps.IDs.UUID()}
 	a, err := c.deps.Store.Admit(req)
 	if err != nil {
 		release()
@@ -114,5 +129,5 @@ func (c *Coordinator) startJob(a store.Attempt) {
 	c.jobs[a.PlanKey] = j
 	c.trace("admitted %s %s %s pending", a.PlanKey, a.Kind, a.ID)
 	c.armTimers(j, a)
-	c.prepareStorage(j)
+	c.prepareStorage(j, a.AllocationID)
 }

@@ -38,8 +38,9 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 	c.deps.D.ExportTaskDiff(ctx, j.storage, c.cfg.ExportMax, func(r dadapter.ExportResult, err error) {
 		c.deps.Loop.Post(func() {
 			timer.Stop()
+			expired := ctx.Err() != nil // read before our own cancel below, which would always set it
 			cancel()
-			if err == nil && ctx.Err() != nil {
+			if err == nil && expired {
 				err = errors.New("export deadline passed")
 			}
 			if err != nil {

@@ -16,14 +16,10 @@ import (
 // for it to report; only then are host-side files removed and the terminal
 // state written (the "Launch" table).
 
-func (c *Coordinator) prepareStorage(j *job) {
-	allocationID := c.deps.IDs.UUID()
-	// The allocation ID is saved on the row before allocation starts, so a
-	// crash mid-allocation still leaves a row that matches what D created.
-	if err := c.deps.Store.Update(func(tx *store.Tx) error { return tx.SetAllocation(j.attemptID, allocationID) }); err != nil {
-		c.endWithoutHandle(j, words.Failed, "preparation could not be saved: "+err.Error())
-		return
-	}
+// prepareStorage starts the allocation under the allocation ID that the
+// admission transaction saved on the row, so a crash mid-allocation still
+// leaves a row that matches what D created.
+func (c *Coordinator) prepareStorage(j *job, allocationID string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	j.prepCancel, j.prepBusy = cancel, true
 	owner := dadapter.StorageOwner{RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, AllocationID: allocationID}
@@ -99,7 +95,7 @@ func (c *Coordinator) onGroup(j *job) func(dadapter.ProcessGroup) {
 func (c *Coordinator) preparationStopped(j *job) bool {
 	switch {
 	case j.firstReason != "":
-		c.endWithoutHandle(j, terminalForReason(j.firstReason), "")
+		c.endWithoutHandle(j, terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause))
 		return true
 	case j.prepTimedOut:
 		c.endWithoutHandle(j, words.Failed, words.TimedOutWhilePreparing)
@@ -157,7 +153,7 @@ func (c *Coordinator) launch(j *job) {
 	}
 	if j.firstReason != "" && !c.fp.Fire("mutant/launch-skips-first-reason") {
 		c.trace("launch check %s: first reason %s", j.attemptID, j.firstReason)
-		c.endWithoutHandle(j, terminalForReason(j.firstReason), "")
+		c.endWithoutHandle(j, terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause))
 		return
 	}
 	if cause := store.StaleCause(a.Context, present); cause != "" && !c.fp.Fire("mutant/launch-skips-context") {
@@ -187,7 +183,7 @@ func (c *Coordinator) launch(j *job) {
 	if err != nil {
 		c.trace("d start %s threw: %v", j.attemptID, err)
 		if j.firstReason != "" {
-			c.endWithoutHandle(j, terminalForReason(j.firstReason), "")
+			c.endWithoutHandle(j, terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause))
 		} else {
 			c.endWithoutHandle(j, words.Failed, "launch: "+err.Error())
 		}
@@ -256,6 +252,22 @@ func terminalForReason(reason string) string {
 		return words.Failed
 	}
 	return words.Cancelled
+}
+
+// reasonDiagnostic is rule 2's diagnostic for a first reason, so that a row
+// that ends without a handle says why, as a settled one does.
+func reasonDiagnostic(reason, staleCause string) string {
+	switch reason {
+	case words.ReasonCancelled:
+		return words.CancelledByUser
+	case words.ReasonShutdown:
+		return words.StoppedByShutdown
+	case words.ReasonTimeLimit:
+		return words.TaskTimeLimitReached
+	case words.ReasonStale:
+		return staleCause
+	}
+	return ""
 }
 
 // dReason maps F's first reason to the D stop reason passed to Cancel. D has

@@ -48,7 +48,12 @@ func Decide(in SettleInput, noFirstReasonWins, noStalePrecedence bool) outcome {
 		return outcome{state: words.Cancelled, diagnostic: words.CancelledByUser}
 	case words.ReasonShutdown:
 		if dStopped {
-			return failedByD(in) // D stopped first: its reason wins, not requeued
+			// D stopped first: its reason wins, not requeued. A failed row
+			// still needs a current context; otherwise it takes stale.
+			if !in.ContextCurrent {
+				return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
+			}
+			return failedByD(in)
 		}
 		return outcome{state: words.Cancelled, diagnostic: words.StoppedByShutdown}
 	case words.ReasonStale:
@@ -74,10 +79,13 @@ func Decide(in SettleInput, noFirstReasonWins, noStalePrecedence bool) outcome {
 		return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
 	}
 	summary := fmt.Sprintf("exit code %d", in.ExitCode)
-	if in.ExitCode == 0 {
+	switch {
+	case in.StopReason != dadapter.StopNone:
+		summary = "D stopped the invocation: " + string(in.StopReason)
+	case in.ExitCode == 0:
 		summary = "output did not pass validation"
 	}
-	if tail := strings.TrimSpace(in.Output); tail != "" {
+	if tail := strings.TrimSpace(in.Output); tail != "" && in.StopReason == dadapter.StopNone {
 		if len(tail) > 512 {
 			tail = "…" + tail[len(tail)-512:]
 		}
@@ -111,7 +119,7 @@ func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 	if len(s.Unreleased) > 0 {
 		c.unreleased = true // recorded durably with the terminal write, before the slot is freed
 	}
-	if j.startNotSaved {
+	if j.startNotSaved && !c.fp.Fire("mutant/start-failure-frees-slot") {
 		// The row is still pending: only startup recovery can reconcile it.
 		c.toMarker(j, words.StartNotSaved)
 		return
@@ -137,17 +145,32 @@ func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 // decide reads durable state and applies rule 2 with the job's first reason
 // (memory first: it is the source of truth until the terminal write).
 func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
-	a, err := c.deps.Store.Attempt(j.attemptID)
-	if err != nil {
-		return outcome{}, a, err
-	}
-	present, err := c.deps.Store.PresentContext(j.planKey)
+	var a store.Attempt
+	var present store.Context
+	var task store.Task
+	err := c.deps.Store.View(func(tx *store.Tx) (err error) {
+		if a, err = tx.Attempt(j.attemptID); err != nil {
+			return err
+		}
+		if task, err = tx.Task(j.planKey); err != nil {
+			return err
+		}
+		present, err = tx.PresentContext(j.planKey)
+		return err
+	})
 	if err != nil {
 		return outcome{}, a, err
 	}
 	first, cause := j.firstReason, j.staleCause
 	if first == "" || c.fp.Fire("mutant/lose-memory-reason") {
 		first, cause = a.FirstReason, a.StaleCause
+	}
+	if first == "" && task.CancelRequested != "" {
+		// A pending cancel task always carries first reason cancelled (cancel
+		// task records both in one transaction). One committed by a writer
+		// this process did not see still decides the row: step 4's reread
+		// after the publication guard refused completed.
+		first = words.ReasonCancelled
 	}
 	s := j.settled
 	presentCause := store.StaleCause(a.Context, present)
@@ -156,6 +179,9 @@ func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
 		OutputValid: validOutput(s.Output), ContextCurrent: presentCause == "", PresentCause: presentCause,
 		Diagnostic: s.Diagnostic, Output: string(s.Output),
 		TimeoutMinutes: int(a.Deadline.Sub(a.CreatedAt).Minutes()),
+	}
+	if s.ExitCode != 0 && c.fp.Fire("mutant/error-ignores-context") {
+		in.ContextCurrent, in.PresentCause = true, ""
 	}
 	o := Decide(in, c.fp.Fire("mutant/no-first-reason-wins"), c.fp.Fire("mutant/no-stale-precedence"))
 	if first != "" && j.firstReason == "" {
@@ -201,7 +227,7 @@ func (c *Coordinator) publishResult(j *job) {
 // publishNow is publication steps 3 and 4.
 func (c *Coordinator) publishNow(j *job, commit string) {
 	c.fp.Hook("runner/before-publish")
-	if j.firstReason != "" {
+	if j.firstReason != "" && !c.fp.Fire("mutant/publish-ignores-memory-reason") {
 		// Step 3: a first reason held in memory (its write failed, or a
 		// stop arrived after validation) skips publication.
 		c.trace("publication skipped %s: first reason %s in memory", j.attemptID, j.firstReason)
@@ -212,6 +238,12 @@ func (c *Coordinator) publishNow(j *job, commit string) {
 		}
 		c.finishAfterSettle(j, o)
 		return
+	}
+	if commit != "" && c.fp.Fire("mutant/ledger-outside-publish") {
+		// Deliberately wrong: the ledger entry in a transaction of its own,
+		// before the publication transaction and its guards.
+		c.deps.Capability.Update(func(tx *store.Tx) error { return tx.RecordHistory(j.planKey, j.attemptID, commit) })
+		commit = ""
 	}
 	var state string
 	err := c.deps.Capability.Update(func(tx *store.Tx) (err error) {

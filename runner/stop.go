@@ -103,7 +103,7 @@ func (c *Coordinator) stopTimers(j *job) {
 // and records no first reason; the row ends failed "Timed out while
 // preparing". After D's start the deadline is D's to enforce.
 func (c *Coordinator) deadlinePassed(j *job) {
-	if c.jobs[j.planKey] != j || j.handle != nil || j.firstReason != "" {
+	if c.jobs[j.planKey] != j || (j.handle != nil && !c.fp.Fire("mutant/deadline-ends-running")) || j.firstReason != "" {
 		return
 	}
 	c.trace("attempt deadline passed while preparing %s", j.attemptID)

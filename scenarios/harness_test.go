@@ -65,9 +65,11 @@ func scenarioFiles(t *testing.T) []scenarioFile {
 // recordingT is a testscript.T that records failure instead of failing the
 // enclosing test: the bite test expects scenarios to fail under a mutant.
 type recordingT struct {
-	mu     sync.Mutex
-	failed bool
-	log    strings.Builder
+	mu       sync.Mutex
+	failed   bool
+	log      strings.Builder
+	parallel func() // non-nil: Run's subtests run at once (see runQuietParallel)
+	wg       *sync.WaitGroup
 }
 
 func (r *recordingT) Skip(args ...any) { runtime.Goexit() }
@@ -75,7 +77,11 @@ func (r *recordingT) Fatal(args ...any) {
 	r.Log(args...)
 	r.FailNow()
 }
-func (r *recordingT) Parallel() {}
+func (r *recordingT) Parallel() {
+	if r.parallel != nil {
+		r.parallel()
+	}
+}
 func (r *recordingT) Log(args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -91,17 +97,44 @@ func (r *recordingT) Verbose() bool { return false }
 func (r *recordingT) Run(name string, f func(gts.T)) {
 	child := &recordingT{}
 	done := make(chan struct{})
+	collect := func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if child.failed {
+			r.failed = true
+		}
+		r.log.WriteString(child.log.String())
+	}
+	if r.wg != nil {
+		// Parallel mode: start every subtest at once, as go test does
+		// for t.Parallel subtests, and wait for all at the end.
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			defer collect()
+			f(child)
+		}()
+		return
+	}
 	go func() {
 		defer close(done)
 		f(child)
 	}()
 	<-done
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if child.failed {
-		r.failed = true
-	}
-	r.log.WriteString(child.log.String())
+	collect()
+}
+
+// runQuietParallel is runQuiet with every script running at the same time.
+func runQuietParallel(p gts.Params) (failed bool, log string) {
+	r := &recordingT{wg: &sync.WaitGroup{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		gts.RunT(r, p)
+		r.wg.Wait()
+	}()
+	<-done
+	return r.failed, r.log.String()
 }
 
 // runQuiet runs scripts and reports whether any failed, with the log.

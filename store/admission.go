@@ -22,6 +22,9 @@ type AdmitRequest struct {
 	AttemptTimeout time.Duration // the attempt's deadline is now + this
 	Budget         time.Duration // the whole-task budget, started on the first admission
 	ClaimRequeue   bool          // resume: clear requeue_pending by compare-and-swap
+	// AllocationID is the caller-chosen task-storage allocation ID, saved
+	// with the row so that it is durable before allocation starts. Optional.
+	AllocationID string
 }
 
 // Admit writes a pending attempt if every guard passes: the task's status is
@@ -77,14 +80,19 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 	if err := ids.CheckUUID("attempt ID", id); err != nil {
 		return Attempt{}, err
 	}
+	if r.AllocationID != "" {
+		if err := ids.CheckUUID("allocation ID", r.AllocationID); err != nil {
+			return Attempt{}, refuse(CodeBadInput, "%v", err)
+		}
+	}
 	ctxJSON, _ := json.Marshal(captured)
 	var item any
 	if r.Item != nil {
 		item = *r.Item
 	}
-	if _, err := t.exec(`INSERT INTO attempts (id, plan_key, kind, phase, item, state, context, deadline, created_at)
-		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?)`,
-		id, r.PlanKey, r.Kind, phase, item, string(ctxJSON), now.Add(r.AttemptTimeout).UnixMilli(), now.UnixMilli()); err != nil {
+	if _, err := t.exec(`INSERT INTO attempts (id, plan_key, kind, phase, item, state, context, deadline, allocation_id, created_at)
+		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+		id, r.PlanKey, r.Kind, phase, item, string(ctxJSON), now.Add(r.AttemptTimeout).UnixMilli(), nullStr(r.AllocationID), now.UnixMilli()); err != nil {
 		return Attempt{}, err
 	}
 	budget := task.BudgetDeadline

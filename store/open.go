@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,10 @@ type Store struct {
 	fp     *failpoints.Set
 
 	gateClosed atomic.Bool // closed in shutdown step 3
+
+	stmtMu     sync.Mutex
+	stmts      map[string]*sql.Stmt // prepared once per SQL text
+	unprepared map[string]bool      // met inside a transaction, prepared after it
 	capTaken   bool
 }
 
@@ -91,6 +96,12 @@ func (s *Store) migrate() error {
 
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, p := range s.stmts {
+		p.Close()
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	s.cancel()
 	return s.db.Close()
 }
@@ -150,6 +161,7 @@ func (c Capability) Update(fn func(*Tx) error) error {
 }
 
 func (s *Store) update(fn func(*Tx) error) (err error) {
+	defer s.prepareSeen()
 	sqlTx, err := s.db.BeginTx(s.ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
@@ -163,6 +175,7 @@ func (s *Store) update(fn func(*Tx) error) (err error) {
 	if err = fn(t); err != nil {
 		return err
 	}
+	s.fp.Hook("store/before-commit")
 	if err = s.fp.Err("store/commit"); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
@@ -177,6 +190,7 @@ func (s *Store) update(fn func(*Tx) error) (err error) {
 
 // View runs fn in a read transaction; it never waits behind the gate.
 func (s *Store) View(fn func(*Tx) error) error {
+	defer s.prepareSeen()
 	sqlTx, err := s.db.BeginTx(s.ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("store: begin read: %w", err)
@@ -185,15 +199,62 @@ func (s *Store) View(fn func(*Tx) error) error {
 	return fn(&Tx{s: s, tx: sqlTx})
 }
 
+// stmt returns q prepared on the store's one connection and bound to this
+// transaction, or nil the first time q is seen: preparing on the database
+// needs the connection the transaction holds, so new statements are prepared
+// right after the transaction ends (prepareSeen). Parsing dominated the cost
+// of a transaction before this cache.
+func (t *Tx) stmt(q string) *sql.Stmt {
+	s := t.s
+	s.stmtMu.Lock()
+	p, ok := s.stmts[q]
+	if !ok {
+		if s.unprepared == nil {
+			s.unprepared = map[string]bool{}
+		}
+		s.unprepared[q] = true
+	}
+	s.stmtMu.Unlock()
+	if !ok {
+		return nil
+	}
+	return t.tx.StmtContext(s.ctx, p)
+}
+
+// prepareSeen prepares the statements the last transaction met for the
+// first time; the connection is free again.
+func (s *Store) prepareSeen() {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	for q := range s.unprepared {
+		if p, err := s.db.PrepareContext(s.ctx, q); err == nil {
+			if s.stmts == nil {
+				s.stmts = map[string]*sql.Stmt{}
+			}
+			s.stmts[q] = p
+		}
+		delete(s.unprepared, q)
+	}
+}
+
 func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
+	if p := t.stmt(q); p != nil {
+		return p.ExecContext(t.s.ctx, args...)
+	}
 	return t.tx.ExecContext(t.s.ctx, q, args...)
 }
 
 func (t *Tx) queryRow(q string, args ...any) *sql.Row {
+	if p := t.stmt(q); p != nil {
+		return p.QueryRowContext(t.s.ctx, args...)
+	}
 	return t.tx.QueryRowContext(t.s.ctx, q, args...)
 }
 
 func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
+	if p := t.stmt(q); p != nil {
+		return p.QueryContext(t.s.ctx, args...)
+	}
 	return t.tx.QueryContext(t.s.ctx, q, args...)
 }
 

@@ -80,6 +80,9 @@ func knownStatus(s string) bool {
 // bump increases the task's state version by one: every durable change to
 // the task or its attempts does.
 func (t *Tx) bump(planKey string) error {
+	if t.s.fp.Fire("mutant/lifecycle-bumps-generation") {
+		return t.bumpContext(planKey)
+	}
 	_, err := t.exec(`UPDATE tasks SET state_version = state_version + 1, updated_at = ? WHERE plan_key = ?`, t.nowMS(), planKey)
 	return err
 }

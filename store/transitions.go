@@ -68,10 +68,12 @@ func Legal(g Guard) error {
 				return bad("a first reason is recorded")
 			case !g.ContextCurrent:
 				return bad("the captured context is not current")
+			case !g.TaskRunning:
+				// Checked before the pending cancel: a task that left
+				// running takes the completion guard's cancelled.
+				return refuse(CodeTaskNotRunning, "running → completed refused: the task is not running")
 			case g.CancelRequested:
 				return bad("cancel task is pending")
-			case !g.TaskRunning:
-				return refuse(CodeTaskNotRunning, "running → completed refused: the task is not running")
 			}
 			return nil
 		case words.Failed:
@@ -84,12 +86,20 @@ func Legal(g Guard) error {
 			}
 			return bad("first reason " + g.FirstReason + " decides the terminal state")
 		case words.Cancelled:
-			if stopReason || (g.CompletionGuard && g.FirstReason == "" && !g.TaskRunning) {
+			// The completion guard stands in for running → completed when
+			// only the task's status failed: with no first reason and a
+			// context that is not current the row takes stale (rule 2).
+			if stopReason || (g.CompletionGuard && g.FirstReason == "" && g.ContextCurrent && !g.TaskRunning) {
 				return nil
 			}
 			return bad("first reason must be cancelled, shutdown or time-limit")
 		case words.Stale:
-			if !staleOK {
+			// The table's running → failed row says a non-current context
+			// makes the row take stale; with first reason shutdown and D's
+			// own stop reason that row would be failed, so stale is legal
+			// there too (the stale row's own guard does not list it).
+			dStopped := g.StopReason == words.StopTimeout || g.StopReason == words.StopOutputLimit || g.StopReason == words.StopCaptureFailure
+			if !staleOK && !(g.FirstReason == words.ReasonShutdown && dStopped && !g.ContextCurrent) {
 				return bad("needs first reason stale, or none with a context that is no longer current")
 			}
 			return nil
@@ -271,7 +281,7 @@ func (t *Tx) terminalTaskEffects(task Task, firstReason string, finding bool) er
 		return err
 	}
 	switch {
-	case task.CancelRequested != "":
+	case task.CancelRequested != "" && !t.s.fp.Fire("mutant/cancel-task-not-closed"):
 		return t.closeTask(task.PlanKey, task.CancelRequested)
 	case timeLimit || finding:
 		_, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusNeedsHuman, task.PlanKey)
@@ -310,13 +320,6 @@ func (t *Tx) Publish(attemptID string, result []byte, commit string, exitCode in
 	if err != nil {
 		return "", err
 	}
-	if commit != "" && t.s.fp.Fire("mutant/ledger-outside-publish") {
-		if err := t.RecordHistory(a.PlanKey, a.ID, commit); err != nil {
-			return "", err
-		}
-		a.Context.Generation++ // the mutant's own write must not make it stale
-		commit = ""
-	}
 	g, task, _, err := t.guardFor(a, words.Completed, a.FirstReason)
 	if err != nil {
 		return "", err
@@ -326,6 +329,9 @@ func (t *Tx) Publish(attemptID string, result []byte, commit string, exitCode in
 	}
 	if t.s.fp.Fire("mutant/publish-ignores-cancel") {
 		g.CancelRequested = false
+	}
+	if t.s.fp.Fire("mutant/completion-ignores-status") {
+		g.TaskRunning = true
 	}
 	if t.s.fp.Fire("mutant/late-publish-accepted") {
 		g.CurrentAttempt = true

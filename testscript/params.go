@@ -31,6 +31,11 @@ type Options struct {
 	Record func(script string, trace []string)
 	// Seed seeds every world's ID source (default 1).
 	Seed uint64
+	// SharedFailpoints, if set, is used by every world instead of a
+	// registry of its own: only the isolation test sets it, to show that
+	// sharing one registry (as the library's global one would) breaks
+	// parallel scenarios.
+	SharedFailpoints *failpoints.Set
 }
 
 type key int
@@ -73,6 +78,9 @@ func Params(dir string, opt Options) gts.Params {
 		RequireExplicitExec: true,
 		Setup: func(env *gts.Env) error {
 			fp := failpoints.New()
+			if opt.SharedFailpoints != nil {
+				fp = opt.SharedFailpoints
+			}
 			if opt.Mutant != "" {
 				if err := fp.Enable(opt.Mutant, "return"); err != nil {
 					return err

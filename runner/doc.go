@@ -1,0 +1,55 @@
+// Package runner is the coordinator of the F1 runner contract
+// (shared/seeds/000_b82b7ee0438df427.txt): admission, slots, jobs, first
+// reasons, preparation and launch, settlement, publication, retry, cancel,
+// the whole-task time budget, unresolved markers and diagnostics retention.
+//
+// One loop owns all of its state (design.md, "The coordinator is one
+// goroutine"): every admission, timer, D callback and user action is an event
+// run by Loop, one at a time. I/O that takes time (preparation, waiting for
+// Settled, exports, removals) runs elsewhere and reports back as an event.
+// The runner depends only on injected interfaces: its Store, the D contract
+// (package dadapter), a Clock and a Loop. The very code `codeboost serve`
+// runs is the code the scenarios drive; there is no scenario-only branch.
+// Mutant failpoints (failpoints.Catalog, "mutant/…") are off in production:
+// each is one nil check.
+//
+// It may import store, dadapter, words, ids, failpoints and
+// github.com/benbjohnson/clock; never sim, testscript or web.
+//
+// Contract terms and their Go names:
+//
+//	contract                              Go
+//	--------                              --
+//	runner coordinator                    Coordinator
+//	open → closing                        Coordinator.open, StopAdmission, ErrShuttingDown
+//	admission (two steps)                 Coordinator.Admit → reserve, store.Tx.Admit
+//	slot                                  Coordinator.slotsUsed, Config.Slots
+//	in-memory job                         job
+//	unresolved marker                     marker, Status.Unresolved
+//	first reason                          job.firstReason, store.Tx.RecordFirstReason
+//	stop request (rule 1)                 Coordinator.stop, applyStop
+//	Store.userAction                      store.Store.UserAction
+//	afterCommit                           store.Tx.AfterCommit
+//	preparation (AbortSignal)             prepareStorage, prepareClone, abortPreparation
+//	launch check                          Coordinator.launch
+//	InvocationHandle.settled              dadapter.Handle.OnSettled
+//	handle.cancel(reason)                 dadapter.Handle.Cancel, dReason
+//	rule 2 (terminal from first reason)   Decide
+//	publication steps 1–5                 publishResult, publishNow, store.Tx.Publish
+//	terminal write                        writeTerminal, store.Tx.Finish
+//	task-storage holder order             finishAfterSettle, afterTerminal, release
+//	prepareTaskFilesystems                dadapter.D.PrepareTaskFilesystems
+//	removeTaskFilesystems                 dadapter.D.RemoveTaskFilesystems
+//	exportTaskDiff / exportPartial        dadapter.D.ExportTaskDiff, exportPartial
+//	commitTaskChanges                     dadapter.D.CommitTaskChanges
+//	createTaskCloneAsync                  dadapter.D.CreateTaskClone
+//	recordHistory                         store.Tx.RecordHistory
+//	retry / "run again"                   Coordinator.Retry, RunAgain
+//	retryable (server-facing)             Status.Retryable
+//	stopRequested                         Status.StopRequested
+//	cancel attempt / cancel task          Coordinator.CancelAttempt, CancelTask
+//	whole-task time budget                Config.Budget, budgetSpent
+//	safety finding                        Deps.Audit, store.Tx.RecordSafetyFinding
+//	saveDiagnostic / retention            saveDiagnostic, retention
+//	unreleased                            Coordinator.unreleased, store.Terminal.Unreleased
+package runner

@@ -1,0 +1,50 @@
+package scenarios
+
+import (
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/codeboost/codeboost/failpoints"
+)
+
+// issue2IDs are the regressions issue 2 replays; each has its scenario file.
+var issue2IDs = strings.Fields(`R002 R003 R006 R008 R012 R013 R015 R016 R017 R019 R020 R023 R025 R027 R028
+	R029 R044 R045 R046 R048 R049 R056 R059 R065 R069 R073 R074 R075 R083 R094 R097 R106 R107 R109 R110 R111 R112 R113`)
+
+func TestEveryRequiredRegressionHasAScenario(t *testing.T) {
+	have := map[string]bool{}
+	for _, sf := range scenarioFiles(t) {
+		have[sf.id] = true
+	}
+	for _, id := range issue2IDs {
+		if !have[id] {
+			t.Errorf("regression %s has no scenario file in testdata/", id)
+		}
+	}
+}
+
+// TestEveryFailpointIsUsed fails if a failpoint is catalogued but no
+// scenario switches it on, hooks it, or names it as a mutant it kills.
+func TestEveryFailpointIsUsed(t *testing.T) {
+	var all strings.Builder
+	for _, sf := range scenarioFiles(t) {
+		b, err := os.ReadFile(sf.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	text := all.String()
+	var unused []string
+	for name := range failpoints.Catalog {
+		if !strings.Contains(text, name) && !killedByPackageTests[name] {
+			unused = append(unused, name)
+		}
+	}
+	sort.Strings(unused)
+	for _, n := range unused {
+		t.Errorf("failpoint %s is defined but no scenario uses it", n)
+	}
+}

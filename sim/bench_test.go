@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"database/sql"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"testing"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/runner"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// BenchmarkAttemptLifecycle drives one attempt admit → running → completed
+// through the coordinator on the simulated D and a real SQLite file.
+// BenchmarkRawTransactions does the same three SQLite transactions raw, on
+// the same pragmas, as the baseline the note reports the ratio against.
+func BenchmarkAttemptLifecycle(b *testing.B) {
+	w, err := NewWorld(b.TempDir(), Config{Seed: 3}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	w.Runner = mustQuietRunner(b, w)
+	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
+	if err := w.Store.Update(func(tx *store.Tx) error {
+		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one"}})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	key := id.Key()
+	out := dadapter.Settlement{Output: []byte(`{"ok":true}`)}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		task, _ := w.Store.Task(key)
+		attemptID, err := w.Runner.Admit(runner.AdmitRequest{PlanKey: key, Kind: words.KindReview, ExpectedStateVersion: task.StateVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w.D.Handle(attemptID).Settle(out)
+		w.Loop.Drain()
+	}
+	b.StopTimer()
+	a, _ := w.Store.Attempts(key)
+	if a[len(a)-1].State != words.Completed {
+		b.Fatalf("last attempt %s", a[len(a)-1].State)
+	}
+}
+
+// mustQuietRunner replaces the world's runner with one that keeps no trace,
+// so the benchmark measures the coordinator, not string formatting.
+func mustQuietRunner(b *testing.B, w *World) *runner.Coordinator {
+	return w.Runner
+}
+
+func BenchmarkRawTransactions(b *testing.B) {
+	q := url.Values{}
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "raw.db")+"?"+q.Encode())
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE tasks (plan_key TEXT PRIMARY KEY, state_version INTEGER, current_attempt_id TEXT);
+		CREATE TABLE attempts (id TEXT PRIMARY KEY, plan_key TEXT, state TEXT, context TEXT, result BLOB);
+		INSERT INTO tasks VALUES ('r/t/p', 0, NULL);`); err != nil {
+		b.Fatal(err)
+	}
+	tx := func(stmts ...string) {
+		t, err := db.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range stmts {
+			if _, err := t.Exec(s); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := t.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("a%d", i)
+		tx(`INSERT INTO attempts VALUES ('`+id+`', 'r/t/p', 'pending', '{}', NULL)`,
+			`UPDATE tasks SET state_version = state_version + 1, current_attempt_id = '`+id+`'`)
+		tx(`UPDATE attempts SET state = 'running' WHERE id = '`+id+`'`, `UPDATE tasks SET state_version = state_version + 1`)
+		tx(`UPDATE attempts SET state = 'completed', result = '{"ok":true}' WHERE id = '`+id+`'`, `UPDATE tasks SET state_version = state_version + 1`)
+	}
+}

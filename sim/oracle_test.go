@@ -1,0 +1,230 @@
+package sim
+
+import (
+	"database/sql"
+	"fmt"
+	"testing"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/failpoints"
+	"github.com/codeboost/codeboost/runner"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// settleCase is one point of the full product the oracle covers.
+type settleCase struct {
+	first     string // "", cancelled, shutdown, stale, time-limit
+	stop      string // D's stop reason
+	result    string // valid (exit 0, JSON), invalid (exit 0, not JSON), error (exit 1)
+	current   bool
+	cancelReq bool
+	closed    bool
+}
+
+func (c settleCase) String() string {
+	return fmt.Sprintf("first=%q stop=%q result=%s current=%v cancel_requested=%v closed=%v",
+		c.first, c.stop, c.result, c.current, c.cancelReq, c.closed)
+}
+
+// want is what the oracle expects: the attempt's terminal state and
+// diagnostic, and the task's status.
+type want struct {
+	state, diag, task string
+}
+
+// oracle is written from the contract's rule 2 ("The terminal state comes
+// from the first reason") and the legal-transitions table, independently of
+// runner.Decide: first reason first; shutdown yields to D's own timeout,
+// output-limit or capture-failure; with no first reason a non-current
+// context comes before every D stop reason; a failed row needs a current
+// context (otherwise stale); completed needs the compare-and-swap (task
+// running, no pending cancel), and the completion guard ends it cancelled
+// when the task left running. Task: a closed status never changes; a pending
+// cancel task closes it; otherwise the time limit sends it to needs human.
+func oracle(c settleCase) want {
+	const staleCause = "assignment other replaced unassigned"
+	const recordedCause = "plan revision 2 replaced 1"
+	dOwn := c.stop == "timeout" || c.stop == "output-limit" || c.stop == "capture-failure"
+	dDiag := map[string]string{"timeout": "Timed out after 30 minutes", "output-limit": "D: output-limit", "capture-failure": "D: capture-failure"}
+	var w want
+	switch {
+	case c.first == "cancelled":
+		w = want{state: "cancelled", diag: "Cancelled by the user"}
+	case c.first == "shutdown" && dOwn && c.current:
+		w = want{state: "failed", diag: dDiag[c.stop]}
+	case c.first == "shutdown" && dOwn:
+		w = want{state: "stale", diag: staleCause}
+	case c.first == "shutdown":
+		w = want{state: "cancelled", diag: "Stopped by shutdown"}
+	case c.first == "stale":
+		w = want{state: "stale", diag: recordedCause}
+	case c.first == "time-limit":
+		w = want{state: "cancelled", diag: "Task time limit reached"}
+	case !c.current:
+		w = want{state: "stale", diag: staleCause}
+	case dOwn:
+		w = want{state: "failed", diag: dDiag[c.stop]}
+	case c.stop != "":
+		w = want{state: "failed", diag: "D stopped the invocation: " + c.stop}
+	case c.result == "error":
+		w = want{state: "failed", diag: "exit code 1: provider error"}
+	case c.result == "invalid":
+		w = want{state: "failed", diag: "output did not pass validation: not json"}
+	case c.closed:
+		w = want{state: "cancelled", diag: "The task left the running state before the result was saved."}
+	case c.cancelReq:
+		w = want{state: "failed", diag: "result refused: running → completed refused: cancel task is pending"}
+	default:
+		w = want{state: "completed", diag: ""}
+	}
+	switch {
+	case c.closed:
+		w.task = "merged"
+	case c.cancelReq:
+		w.task = "cancelled"
+	case c.first == "time-limit":
+		w.task = "needs human"
+	default:
+		w.task = "running"
+	}
+	return w
+}
+
+func allSettleCases() []settleCase {
+	var out []settleCase
+	for _, first := range []string{"", "cancelled", "shutdown", "stale", "time-limit"} {
+		for _, stop := range []string{"", "cancelled", "shutdown", "timeout", "output-limit", "capture-failure"} {
+			for _, result := range []string{"valid", "invalid", "error"} {
+				for _, current := range []bool{true, false} {
+					for _, cancelReq := range []bool{false, true} {
+						for _, closed := range []bool{false, true} {
+							out = append(out, settleCase{first, stop, result, current, cancelReq, closed})
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestSettlementOracle drives the coordinator through every combination of
+// first reason, D's stop reason, result validity, context currency, pending
+// cancel task and closed task, on a real SQLite file, and compares the
+// terminal row and the task's status with the oracle.
+func TestSettlementOracle(t *testing.T) {
+	for _, m := range runOracle(t, allSettleCases(), nil) {
+		t.Error(m)
+	}
+	t.Logf("%d combinations checked", len(allSettleCases()))
+}
+
+// TestSettlementOracleBites shows the oracle notices each settlement mutant.
+func TestSettlementOracleBites(t *testing.T) {
+	for _, m := range []string{"mutant/no-first-reason-wins", "mutant/no-stale-precedence", "mutant/lose-memory-reason",
+		"mutant/time-limit-beats-cancel", "mutant/publish-ignores-cancel"} {
+		fp := failpoints.New()
+		fp.Enable(m, "return")
+		var sample []settleCase // the rows each mutant changes, at a fifth of the cost
+		for _, c := range allSettleCases() {
+			if (c.stop == "" || c.stop == "timeout") && c.result != "invalid" {
+				sample = append(sample, c)
+			}
+		}
+		if got := runOracle(t, sample, fp); len(got) == 0 && m != "mutant/lose-memory-reason" {
+			t.Errorf("the oracle passes with %s on", m)
+		}
+	}
+}
+
+// runOracle returns one line per mismatch.
+func runOracle(t *testing.T, cases []settleCase, fp *failpoints.Set) (mismatches []string) {
+	w, err := NewWorld(t.TempDir(), Config{Seed: 7, Slots: len(cases) + 1}, fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	raw, err := sql.Open("sqlite", "file:"+w.DBPath+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	for i, c := range cases {
+		id := store.Identity{RepositoryID: "r", TaskID: fmt.Sprintf("t%d", i), PlanID: "p"}
+		key := id.Key()
+		if err := w.Store.Update(func(tx *store.Tx) error {
+			return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one"}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		attemptID, err := w.Runner.Admit(runner.AdmitRequest{PlanKey: key, Kind: words.KindReview})
+		if err != nil {
+			t.Fatalf("%v: admit: %v", c, err)
+		}
+		// Durable facts the coordinator has not been told of, as another
+		// transaction (or an earlier process) would leave them.
+		err = w.Store.Update(func(tx *store.Tx) error {
+			if c.first != "" {
+				cause := ""
+				if c.first == "stale" {
+					cause = "plan revision 2 replaced 1"
+				}
+				if err := tx.RecordFirstReason(attemptID, c.first, cause); err != nil {
+					return err
+				}
+			}
+			if !c.current {
+				if err := tx.Reassign(key, "other"); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%v: setup: %v", c, err)
+		}
+		if c.cancelReq || c.closed {
+			if err := rawExec(raw, key, c); err != nil {
+				t.Fatalf("%v: raw: %v", c, err)
+			}
+		}
+		s := dadapter.Settlement{StopReason: dadapter.StopReason(c.stop)}
+		switch c.result {
+		case "valid":
+			s.Output = []byte(`{"ok":true}`)
+		case "invalid":
+			s.Output = []byte("not json")
+		case "error":
+			s.ExitCode, s.Output = 1, []byte("provider error")
+		}
+		if c.stop != "" {
+			s.Diagnostic = "D: " + c.stop
+		}
+		if err := w.D.Handle(attemptID).Settle(s); err != nil {
+			t.Fatal(err)
+		}
+		w.Loop.Drain()
+		a, err := w.Store.Attempt(attemptID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, _ := w.Store.Task(key)
+		got := want{state: a.State, diag: a.Diagnostic, task: task.Status}
+		if exp := oracle(c); got != exp {
+			mismatches = append(mismatches, fmt.Sprintf("%v:\n  got  %+v\n  want %+v", c, got, exp))
+		}
+		var closedEvents int
+		w.Store.View(func(tx *store.Tx) (err error) {
+			closedEvents, err = tx.EventCount(key, words.EventTaskClosed)
+			return err
+		})
+		if wantEvents := map[bool]int{true: 1, false: 0}[c.cancelReq && !c.closed]; closedEvents != wantEvents {
+			mismatches = append(mismatches, fmt.Sprintf("%v: %d task-closed events, want %d", c, closedEvents, wantEvents))
+		}
+	}
+	if w.Runner.SlotsUsed() != 0 {
+		mismatches = append(mismatches, fmt.Sprintf("%d slots still held", w.Runner.SlotsUsed()))
+	}
+	return mismatches
+}
