@@ -43,6 +43,7 @@ var Catalog = map[string]string{
 	"runner/before-launch-check": "runs a scenario command right before the launch check",
 	"runner/before-mark-running": "runs a scenario command after D's start returned, before pending → running",
 	"runner/before-publish":      "runs a scenario command after validation, right before the publication transaction",
+	"runner/before-retention":    "runs a scenario command right before retention clears a referenced file's row",
 
 	// Mutants guarding settlement and stops (runner/stop.go, settlement.go,
 	// store/tasks.go); each removes one guard.
@@ -65,7 +66,7 @@ var Catalog = map[string]string{
 	"mutant/prep-files-kept":             "a failed or stopped preparation leaves its host-side files",
 	"mutant/assignment-no-generation":    "reassigning work does not increase the context generation",
 	"mutant/launch-skips-context":        "the launch check does not check the captured context",
-	"mutant/launch-skips-first-reason":   "the launch check does not check for a first reason",
+	"mutant/launch-skips-first-reason":   "the launch check does not check for a first reason, nor for a stop that already ended the job",
 	"mutant/lose-memory-reason":          "the terminal write uses only the durable first reason",
 	"mutant/budget-not-enforced":         "the task budget timer is not armed",
 	"mutant/launch-skips-deadline":       "the launch check does not check the attempt deadline",
@@ -84,6 +85,8 @@ var Catalog = map[string]string{
 	"mutant/stop-before-commit":          "a stop inside a user action applies before the commit",
 	"mutant/cancel-task-not-closed":      "the attempt's terminal write does not close a task whose cancel task is pending",
 	"mutant/completion-ignores-status":   "publication does not check that the task is running (the completion guard is off)",
+	"mutant/prelaunch-storage-first":     "a stop before the D start call removes task storage before the terminal write",
+	"mutant/event-key-unscoped":          "an event is dropped when another plan already has one of its kind and action ID (the key lacks the plan key)",
 	"mutant/start-failure-frees-slot":    "a failed pending → running write ends the row at settlement and frees the slot instead of keeping a marker",
 }
 

@@ -62,8 +62,13 @@ func (c *Coordinator) CancelAttempt(r ActionRequest) (resp store.Response, err e
 			if j == nil || j.attemptID != r.AttemptID {
 				return store.Response{}, &store.Refusal{Code: store.CodeIllegal, Message: "that attempt is not running in this process"}
 			}
+			c.noticeStale(j, tx)
 			if !c.stop(j, words.ReasonCancelled, "", tx) {
-				return store.Response{Outcome: "already-stopping", AttemptID: r.AttemptID, Message: "A stop was already requested: " + j.firstReason}, nil
+				reason := j.firstReason
+				if a, err := tx.Attempt(r.AttemptID); err == nil && reason == "" {
+					reason = a.FirstReason // recorded earlier in this same action
+				}
+				return store.Response{Outcome: "already-stopping", AttemptID: r.AttemptID, Message: "A stop was already requested: " + reason}, nil
 			}
 			return store.Response{Outcome: "stopping", AttemptID: r.AttemptID, Message: words.LabelStopping}, nil
 		})
@@ -86,6 +91,9 @@ func (c *Coordinator) CancelTask(r ActionRequest) (resp store.Response, err erro
 				return store.Response{}, err
 			}
 			j := c.jobs[r.PlanKey]
+			if j != nil {
+				c.noticeStale(j, tx)
+			}
 			if j != nil && j.firstReason != "" {
 				// The first reason is already held (maybe unsaved): keep
 				// it; only cancel_requested is new.
@@ -106,6 +114,32 @@ func (c *Coordinator) CancelTask(r ActionRequest) (resp store.Response, err erro
 		})
 	})
 	return
+}
+
+// noticeStale is detected staleness inside a stop's user action: when the
+// active attempt's captured context is no longer current because of a change
+// made by another transaction that the runner had not yet seen, that change
+// came first, so first reason stale is recorded in tx before the action's own
+// stop. Both stops are then in one action and the first (stale) wins, even
+// before the commit (rule 1); the cancel's stop that follows loses. Without
+// it the row would end cancelled with a context that is not current, which
+// can be neither retried nor run again.
+func (c *Coordinator) noticeStale(j *job, tx *store.Tx) {
+	if j.firstReason != "" || j.settled != nil {
+		return
+	}
+	a, err := tx.Attempt(j.attemptID)
+	if err != nil || a.FirstReason != "" || words.Terminal(a.State) {
+		return
+	}
+	present, err := tx.PresentContext(j.planKey)
+	if err != nil {
+		return
+	}
+	if cause := store.StaleCause(a.Context, present); cause != "" {
+		c.trace("context changed for %s: %s (noticed by a user action)", j.attemptID, cause)
+		c.stop(j, words.ReasonStale, cause, tx)
+	}
 }
 
 func cancelTaskResponse(outcome, attemptID string) store.Response {

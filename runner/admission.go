@@ -37,6 +37,7 @@ type job struct {
 	startNotSaved bool            // pending → running failed for a storage error
 	settled       *dadapter.Settlement
 	finding       string // safety finding from the audit
+	ending        bool   // endWithoutHandle has begun: the attempt ends once
 }
 
 // AdmitRequest asks for one new attempt.

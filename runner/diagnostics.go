@@ -167,6 +167,7 @@ func (c *Coordinator) retention() {
 			continue
 		}
 		path := filepath.Join(dir, f.name)
+		c.fp.Hook("runner/before-retention")
 		if c.fp.Fire("mutant/retention-delete-first") {
 			os.Remove(path)
 		}
@@ -174,6 +175,7 @@ func (c *Coordinator) retention() {
 			c.trace("retention could not clear %s: %v", f.name, err)
 			return
 		}
+		c.trace("retention cleared the reference to %s on %s", f.name, attemptID)
 		if err := os.Remove(path); err == nil || errors.Is(err, fs.ErrNotExist) {
 			total -= f.size
 			c.trace("retention removed referenced %s", f.name)

@@ -2,7 +2,10 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/store"
@@ -52,7 +55,13 @@ func (c *Coordinator) storagePrepared(j *job, fs dadapter.TaskFilesystems, err e
 
 func (c *Coordinator) prepareClone(j *job) {
 	dir := c.attemptDir(j.attemptID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrNotExist) { // the parent goes first, once
+		if err = os.MkdirAll(filepath.Dir(dir), 0o700); err == nil {
+			err = os.Mkdir(dir, 0o700)
+		}
+	}
+	if err != nil {
 		c.preparationFailed(j, "attempt directory: "+err.Error())
 		return
 	}
@@ -128,7 +137,7 @@ func (c *Coordinator) abortPreparation(j *job) {
 // between them.
 func (c *Coordinator) launch(j *job) {
 	c.fp.Hook("runner/before-launch-check")
-	if c.jobs[j.planKey] != j {
+	if c.jobs[j.planKey] != j || (j.ending && !c.fp.Fire("mutant/launch-skips-first-reason")) {
 		return // the hook ended the job
 	}
 	var a store.Attempt
@@ -200,12 +209,17 @@ func (c *Coordinator) launch(j *job) {
 	case err == nil:
 		c.trace("running %s", j.attemptID)
 	case store.RefusalCode(err) == store.CodeFirstReasonSet:
-		// A stop landed while preparation finished: a normal stop.
+		// A stop landed while preparation finished: a normal stop. If the
+		// stop is already held in memory, applyStop has cancelled this
+		// handle with its reason; D is asked once.
+		cancelled := j.firstReason != ""
 		if a, rerr := c.deps.Store.Attempt(j.attemptID); rerr == nil && j.firstReason == "" {
 			j.firstReason, j.staleCause = a.FirstReason, a.StaleCause
 		}
 		c.trace("pending → running refused %s: first reason %s", j.attemptID, j.firstReason)
-		h.Cancel(dReason(j.firstReason))
+		if !cancelled {
+			h.Cancel(dReason(j.firstReason))
+		}
 	default:
 		c.trace("pending → running failed %s: %v", j.attemptID, err)
 		j.startNotSaved = true
@@ -217,7 +231,18 @@ func (c *Coordinator) launch(j *job) {
 // the "Launch" table: remove only the host-side files, write the terminal
 // state, then remove any task storage, then free the slot.
 func (c *Coordinator) endWithoutHandle(j *job, state, diag string) {
+	if j.ending {
+		return // a stop between steps already ended it (for example from a hook right before the launch check)
+	}
+	j.ending = true
 	c.stopTimers(j)
+	if j.storage != nil && c.fp.Fire("mutant/prelaunch-storage-first") {
+		// Deliberately wrong: task storage removed before the terminal write.
+		fs := j.storage
+		j.storage = nil
+		c.deps.D.RemoveTaskFilesystems(fs, func(error) {})
+		c.trace("storage removed early %s", j.attemptID)
+	}
 	c.removeHostFiles(j, func() {
 		c.writeTerminal(j, outcome{state: state, diagnostic: diag, staleCause: j.staleCause}, func() { c.release(j) })
 	})

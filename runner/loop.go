@@ -53,7 +53,12 @@ func NewGoroutineLoop() *GoroutineLoop {
 		for {
 			select {
 			case fn := <-l.events:
-				fn()
+				select {
+				case <-l.done: // stopped: nothing runs after Stop
+					return
+				default:
+					fn()
+				}
 			case <-l.done:
 				return
 			}
@@ -65,6 +70,11 @@ func NewGoroutineLoop() *GoroutineLoop {
 // Post queues fn; after Stop it is dropped, so a late callback cannot block
 // forever.
 func (l *GoroutineLoop) Post(fn func()) {
+	select {
+	case <-l.done:
+		return
+	default:
+	}
 	select {
 	case l.events <- fn:
 	case <-l.done:

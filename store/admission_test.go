@@ -363,3 +363,25 @@ func TestAdmitStorageFault(t *testing.T) {
 	}
 	e.admit(key, words.KindReview)
 }
+
+// TestAdmitAllocationID: a caller-chosen allocation ID is saved with the
+// pending row, and one that is not a lowercase UUID v4 refuses the
+// admission before anything is written.
+func TestAdmitAllocationID(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask("")
+	for _, bad := range []string{"ALLOC", "../x", "5F0C6A3E-2B1D-4E8F-9A7C-0D1E2F3A4B5C"} {
+		r := e.admitReq(key, words.KindExecute)
+		r.AllocationID = bad
+		e.wantAdmitRefused(r, store.CodeBadInput)
+	}
+	r := e.admitReq(key, words.KindExecute)
+	r.AllocationID = actionA
+	a, err := e.s.Admit(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.attempt(a.ID).AllocationID; got != actionA {
+		t.Errorf("allocation ID %q, want %q", got, actionA)
+	}
+}

@@ -38,6 +38,13 @@ func (t *Tx) insertEvent(e Event) error {
 	if err := t.queryRow(`SELECT revision, snapshot_id FROM plans WHERE key = ?`, e.PlanKey).Scan(&e.PlanRevision, &e.SnapshotID); err != nil {
 		return err
 	}
+	if t.s.fp.Fire("mutant/event-key-unscoped") {
+		// Deliberately wrong: the uniqueness check without the plan key.
+		var n int
+		if err := t.queryRow(`SELECT COUNT(*) FROM feedback_events WHERE kind = ? AND action_id = ?`, e.Kind, e.ActionID).Scan(&n); err != nil || n > 0 {
+			return err
+		}
+	}
 	var item, supersedes any
 	if e.Item != nil {
 		item = *e.Item

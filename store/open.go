@@ -225,15 +225,31 @@ func (t *Tx) stmt(q string) *sql.Stmt {
 // first time; the connection is free again.
 func (s *Store) prepareSeen() {
 	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
+	var todo []string
 	for q := range s.unprepared {
-		if p, err := s.db.PrepareContext(s.ctx, q); err == nil {
-			if s.stmts == nil {
-				s.stmts = map[string]*sql.Stmt{}
-			}
-			s.stmts[q] = p
+		todo = append(todo, q)
+	}
+	clear(s.unprepared)
+	s.stmtMu.Unlock()
+	// Prepare without holding stmtMu: preparing waits for the connection,
+	// which another goroutine's transaction may hold while it looks up a
+	// statement.
+	for _, q := range todo {
+		p, err := s.db.PrepareContext(s.ctx, q)
+		if err != nil {
+			continue
 		}
-		delete(s.unprepared, q)
+		s.stmtMu.Lock()
+		if s.stmts == nil {
+			s.stmts = map[string]*sql.Stmt{}
+		}
+		if s.stmts[q] == nil {
+			s.stmts[q], p = p, nil
+		}
+		s.stmtMu.Unlock()
+		if p != nil {
+			p.Close()
+		}
 	}
 }
 

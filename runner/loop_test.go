@@ -1,0 +1,197 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+func TestGoroutineLoopRunsEventsInOrder(t *testing.T) {
+	l := NewGoroutineLoop()
+	defer l.Stop()
+	var got []int
+	for i := 0; i < 100; i++ {
+		l.Post(func() { got = append(got, i) })
+	}
+	var n int
+	l.Call(func() { n = len(got) })
+	if n != 100 {
+		t.Fatalf("Call ran before the posted events: %d", n)
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("event %d ran as %d", i, v)
+		}
+	}
+	done := make(chan struct{})
+	l.Go(func() {}, func() { close(done) })
+	<-done
+}
+
+func TestGoroutineLoopStopDropsLatePosts(t *testing.T) {
+	l := NewGoroutineLoop()
+	l.Stop()
+	l.Post(func() { t.Error("ran after Stop") })
+	l.Call(func() {}) // returns at once
+}
+
+// goD is a D whose callbacks arrive on goroutines of their own, as the real
+// Docker adapter's do.
+type goD struct {
+	mu      sync.Mutex
+	handles map[string]*goHandle
+}
+
+type goFS struct{ o dadapter.StorageOwner }
+
+func (f goFS) Owner() dadapter.StorageOwner { return f.o }
+func (f goFS) MetadataBaseline() string     { return "b" }
+func (f goFS) Base() string                 { return "base" }
+
+type goHandle struct {
+	mu      sync.Mutex
+	fn      func(dadapter.Settlement)
+	settled *dadapter.Settlement
+}
+
+func (h *goHandle) OnSettled(fn func(dadapter.Settlement)) {
+	h.mu.Lock()
+	s := h.settled
+	h.fn = fn
+	h.mu.Unlock()
+	if s != nil {
+		go fn(*s)
+	}
+}
+
+func (h *goHandle) Cancel(r dadapter.StopReason) {
+	go h.settle(dadapter.Settlement{StopReason: r, ExitCode: 137})
+}
+
+func (h *goHandle) settle(s dadapter.Settlement) {
+	h.mu.Lock()
+	if h.settled != nil {
+		h.mu.Unlock()
+		return
+	}
+	h.settled = &s
+	fn := h.fn
+	h.mu.Unlock()
+	if fn != nil {
+		fn(s)
+	}
+}
+
+func (d *goD) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
+	h := &goHandle{}
+	d.mu.Lock()
+	d.handles[in.AttemptID] = h
+	d.mu.Unlock()
+	return h, nil
+}
+func (d *goD) PrepareTaskFilesystems(ctx context.Context, o dadapter.StorageOwner, g func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
+	go done(goFS{o}, nil)
+}
+func (d *goD) RemoveTaskFilesystems(fs dadapter.TaskFilesystems, done func(error)) { go done(nil) }
+func (d *goD) ExportTaskDiff(ctx context.Context, fs dadapter.TaskFilesystems, max int, done func(dadapter.ExportResult, error)) {
+	go done(dadapter.ExportResult{Diff: []byte("diff")}, nil)
+}
+func (d *goD) CommitTaskChanges(ctx context.Context, fs dadapter.TaskFilesystems, done func(dadapter.Bundle, error)) {
+	go done(dadapter.Bundle{Commit: "c1"}, nil)
+}
+func (d *goD) CreateTaskClone(ctx context.Context, parent string, g func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
+	go done(dadapter.Clone{Dir: parent}, nil)
+}
+func (d *goD) RecoverLeftovers(ctx context.Context, owner string, done func(dadapter.RecoveryReport, error)) {
+	go done(dadapter.RecoveryReport{}, errors.New("not here"))
+}
+
+// TestProductionWiringUnderRace runs the coordinator on the production loop
+// and clock, with D answering from other goroutines and status reads racing
+// the loop, so that -race checks the one-owner rule.
+func TestProductionWiringUnderRace(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "db"), store.Options{Now: time.Now, IDs: ids.Random{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	loop := NewGoroutineLoop()
+	defer loop.Stop()
+	d := &goD{handles: map[string]*goHandle{}}
+	c, err := New(Config{Root: dir, Owner: ids.Random{}.Token(), Slots: 4},
+		Deps{Store: st, Capability: st.ShutdownCapability(), D: d, Clock: NewRealClock(), Loop: loop, IDs: ids.Random{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Open()
+	var keys []string
+	for _, task := range []string{"a", "b", "c", "d"} {
+		id := store.Identity{RepositoryID: "r", TaskID: task, PlanID: "p"}
+		if err := st.Update(func(tx *store.Tx) error {
+			return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, id.Key())
+	}
+	var wg sync.WaitGroup
+	for i, key := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			kind := words.KindReview
+			if i%2 == 1 {
+				kind = words.KindExecute
+			}
+			attemptID, err := c.Admit(AdmitRequest{PlanKey: key, Kind: kind})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for {
+				s, err := c.Status(key) // races the loop: reads only the snapshot
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(s.Attempts) == 1 && s.Attempts[0].State == words.Running {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			task, _ := st.Task(key)
+			if i < 2 {
+				c.CancelAttempt(ActionRequest{PlanKey: key, AttemptID: attemptID, ExpectedStateVersion: task.StateVersion, ActionID: ids.Random{}.UUID()})
+			} else {
+				d.mu.Lock()
+				h := d.handles[attemptID]
+				d.mu.Unlock()
+				go h.settle(dadapter.Settlement{Output: []byte(`{"ok":true}`)})
+			}
+		}()
+	}
+	wg.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.SlotsUsed() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if c.SlotsUsed() != 0 {
+		t.Fatalf("%d slots still held", c.SlotsUsed())
+	}
+	want := []string{words.Cancelled, words.Cancelled, words.Completed, words.Completed}
+	for i, key := range keys {
+		as, _ := st.Attempts(key)
+		if len(as) != 1 || as[0].State != want[i] {
+			t.Errorf("%s: %+v, want %s", key, as, want[i])
+		}
+	}
+}

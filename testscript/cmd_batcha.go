@@ -1,0 +1,48 @@
+package testscript
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/codeboost/codeboost/store"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+// Commands for settlement and stops.
+
+func init() {
+	register(
+		Command{Name: "publish", Usage: "[!] publish ATTEMPT [output=JSON] [exit=N]",
+			Summary: "runs publication's transaction (step 3, Store.Publish) for the attempt now, as a result that arrives late, after its job ended; prints the state written, or the refusal's code and message",
+			Example: "! publish A output='{\"late\":true}'", Run: cmdPublish},
+	)
+}
+
+func cmdPublish(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: publish ATTEMPT [output=JSON] [exit=N]")
+	}
+	id := s.attempt(ts, a.pos[0])
+	exit := 0
+	if v, ok := a.kv["exit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			ts.Fatalf("exit=%s: %v", v, err)
+		}
+		exit = n
+	}
+	output := []byte(or(a.kv["output"], `{"ok":true}`))
+	var state string
+	err := s.world(ts).Store.Update(func(tx *store.Tx) (err error) {
+		state, err = tx.Publish(id, output, "", exit)
+		return err
+	})
+	if r, ok := store.IsRefusal(err); ok {
+		fmt.Fprintf(ts.Stdout(), "outcome: refused\ncode: %s\nmessage: %s\n", r.Code, r.Message)
+	} else if err == nil {
+		fmt.Fprintf(ts.Stdout(), "outcome: %s\n", state)
+	}
+	s.expect(ts, neg, "publish", err)
+}
