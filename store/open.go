@@ -167,8 +167,11 @@ func (s *Store) update(fn func(*Tx) error) (err error) {
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	t := &Tx{s: s, tx: sqlTx}
+	committed := false
 	defer func() {
-		if err != nil {
+		if !committed {
+			// Also when fn (or a hook inside it) panics: an open
+			// transaction would hold the one connection for ever.
 			sqlTx.Rollback()
 		}
 	}()
@@ -182,6 +185,7 @@ func (s *Store) update(fn func(*Tx) error) (err error) {
 	if err = sqlTx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	committed = true
 	for _, f := range t.after {
 		f()
 	}

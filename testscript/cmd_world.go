@@ -32,7 +32,7 @@ func init() {
 			Summary: "switches one of this world's failpoints on (default terms: return) or off; see failpoints.Catalog",
 			Example: "fail-point store/terminal-write 1*return", Run: cmdFailPoint},
 		Command{Name: "at", Usage: "at HOOK COMMAND [ARGS...]",
-			Summary: "runs a scenario command once when the code reaches HOOK (a runner/before-… failpoint): something happened between two statements",
+			Summary: "runs a scenario command once when the code reaches HOOK (a runner/before-… failpoint, or store/before-commit): something happened between two statements",
 			Example: "at runner/before-publish cancel-task T1", Run: cmdAt},
 		Command{Name: "sql", Usage: "[!] sql STATEMENT",
 			Summary: "runs raw SQL on the database file through a second connection, as another writer would",
