@@ -140,19 +140,7 @@ func (c *Coordinator) launch(j *job) {
 	if c.jobs[j.planKey] != j || (j.ending && !c.fp.Fire("mutant/launch-skips-first-reason")) {
 		return // the hook ended the job
 	}
-	var a store.Attempt
-	var task store.Task
-	var present store.Context
-	err := c.deps.Store.View(func(tx *store.Tx) (err error) {
-		if a, err = tx.Attempt(j.attemptID); err != nil {
-			return err
-		}
-		if task, err = tx.Task(j.planKey); err != nil {
-			return err
-		}
-		present, err = tx.PresentContext(j.planKey)
-		return err
-	})
+	a, task, present, err := c.read(j)
 	if err != nil {
 		c.endWithoutHandle(j, words.Failed, "launch check: "+err.Error())
 		return
@@ -227,6 +215,22 @@ func (c *Coordinator) launch(j *job) {
 	}
 }
 
+// read reads, in one transaction, what the launch check and settlement
+// look at: the attempt row, its task and the task's present context.
+func (c *Coordinator) read(j *job) (a store.Attempt, task store.Task, present store.Context, err error) {
+	err = c.deps.Store.View(func(tx *store.Tx) (err error) {
+		if a, err = tx.Attempt(j.attemptID); err != nil {
+			return err
+		}
+		if task, err = tx.Task(j.planKey); err != nil {
+			return err
+		}
+		present, err = tx.PresentContext(j.planKey)
+		return err
+	})
+	return
+}
+
 // endWithoutHandle ends an attempt that never got a handle, in the order of
 // the "Launch" table: remove only the host-side files, write the terminal
 // state, then remove any task storage, then free the slot.
@@ -244,6 +248,12 @@ func (c *Coordinator) endWithoutHandle(j *job, state, diag string) {
 		c.trace("storage removed early %s", j.attemptID)
 	}
 	c.removeHostFiles(j, func() {
+		if state == words.Failed && j.firstReason != "" {
+			// A stop landed while the host files were being removed: its
+			// first reason decides the row, as it would have a moment
+			// earlier.
+			state, diag = terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause)
+		}
 		c.writeTerminal(j, outcome{state: state, diagnostic: diag, staleCause: j.staleCause}, func() { c.release(j) })
 	})
 }

@@ -43,23 +43,17 @@ func Decide(in SettleInput, noFirstReasonWins, noStalePrecedence bool) outcome {
 		first = ""
 	}
 	dStopped := in.StopReason == dadapter.StopTimeout || in.StopReason == dadapter.StopOutputLimit || in.StopReason == dadapter.StopCaptureFailure
-	switch first {
-	case words.ReasonCancelled:
-		return outcome{state: words.Cancelled, diagnostic: words.CancelledByUser}
-	case words.ReasonShutdown:
-		if dStopped {
-			// D stopped first: its reason wins, not requeued. A failed row
-			// still needs a current context; otherwise it takes stale.
-			if !in.ContextCurrent {
-				return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
-			}
-			return failedByD(in)
+	if first == words.ReasonShutdown && dStopped {
+		// D stopped first: its reason wins, not requeued. A failed row
+		// still needs a current context; otherwise it takes stale.
+		if !in.ContextCurrent {
+			return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
 		}
-		return outcome{state: words.Cancelled, diagnostic: words.StoppedByShutdown}
-	case words.ReasonStale:
-		return outcome{state: words.Stale, diagnostic: in.StaleCause, staleCause: in.StaleCause}
-	case words.ReasonTimeLimit:
-		return outcome{state: words.Cancelled, diagnostic: words.TaskTimeLimitReached}
+		return failedByD(in)
+	}
+	if first != "" {
+		cause := in.StaleCause
+		return outcome{state: terminalForReason(first), diagnostic: reasonDiagnostic(first, cause), staleCause: cause}
 	}
 	if !in.ContextCurrent && !(noStalePrecedence && in.StopReason != dadapter.StopNone) {
 		// Before every D stop reason: a timeout that coincides with a
@@ -145,19 +139,7 @@ func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 // decide reads durable state and applies rule 2 with the job's first reason
 // (memory first: it is the source of truth until the terminal write).
 func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
-	var a store.Attempt
-	var present store.Context
-	var task store.Task
-	err := c.deps.Store.View(func(tx *store.Tx) (err error) {
-		if a, err = tx.Attempt(j.attemptID); err != nil {
-			return err
-		}
-		if task, err = tx.Task(j.planKey); err != nil {
-			return err
-		}
-		present, err = tx.PresentContext(j.planKey)
-		return err
-	})
+	a, task, present, err := c.read(j)
 	if err != nil {
 		return outcome{}, a, err
 	}

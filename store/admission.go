@@ -159,13 +159,7 @@ func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (
 	if task.RequeuePending {
 		return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
 	}
-	if task.StateVersion != expectedStateVersion {
-		return Attempt{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
-	}
-	if task.CurrentAttemptID != attemptID {
-		return Attempt{}, refuse(CodeNotCurrentAttempt, "attempt %s is not the task's last attempt", attemptID)
-	}
-	a, err := t.Attempt(attemptID)
+	a, err := t.lastAttempt(task, attemptID, expectedStateVersion)
 	if err != nil {
 		return a, err
 	}
@@ -192,13 +186,7 @@ func (t *Tx) CheckRunAgain(planKey, attemptID string, expectedStateVersion int64
 	if err != nil {
 		return Attempt{}, err
 	}
-	if task.StateVersion != expectedStateVersion {
-		return Attempt{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
-	}
-	if task.CurrentAttemptID != attemptID {
-		return Attempt{}, refuse(CodeNotCurrentAttempt, "attempt %s is not the task's last attempt", attemptID)
-	}
-	a, err := t.Attempt(attemptID)
+	a, err := t.lastAttempt(task, attemptID, expectedStateVersion)
 	if err != nil {
 		return a, err
 	}
@@ -206,4 +194,17 @@ func (t *Tx) CheckRunAgain(planKey, attemptID string, expectedStateVersion int64
 		return a, refuse(CodeNotRetryable, "run again is for a stale attempt; this one is %s", a.State)
 	}
 	return a, nil
+}
+
+// lastAttempt checks the caller's view (state version, and that attemptID
+// is the task's last attempt: a double retry from two tabs fails here) and
+// reads that attempt.
+func (t *Tx) lastAttempt(task Task, attemptID string, expectedStateVersion int64) (Attempt, error) {
+	if task.StateVersion != expectedStateVersion {
+		return Attempt{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
+	}
+	if task.CurrentAttemptID != attemptID {
+		return Attempt{}, refuse(CodeNotCurrentAttempt, "attempt %s is not the task's last attempt", attemptID)
+	}
+	return t.Attempt(attemptID)
 }
