@@ -104,12 +104,16 @@ type Coordinator struct {
 
 	snap atomic.Pointer[snapshot] // published after each event; read by Status
 
+	drained chan struct{} // closed once closing and no job is left
+
 	// owned by the loop
-	open       bool               // open → closing, never back
-	slotsUsed  int                // reserved or held slots
-	jobs       map[string]*job    // by plan key; at most one per task
-	markers    map[string]*marker // by plan key; only startup recovery clears them
-	unreleased bool               // D reported resources it could not remove: closed to new work
+	open          bool // admission open; false before Open and once closing
+	closing       bool // open → closing, never back
+	drainedClosed bool
+	slotsUsed     int                // reserved or held slots
+	jobs          map[string]*job    // by plan key; at most one per task
+	markers       map[string]*marker // by plan key; only startup recovery clears them
+	unreleased    bool               // D reported resources it could not remove: closed to new work
 }
 
 // ErrShuttingDown is returned by every admission once the coordinator is
@@ -125,20 +129,25 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	if deps.Store == nil || deps.D == nil || deps.Clock == nil || deps.Loop == nil || deps.IDs == nil {
 		return nil, errors.New("runner: Store, D, Clock, Loop and IDs are required")
 	}
-	c := &Coordinator{cfg: cfg, deps: deps, fp: deps.Failpoints, jobs: map[string]*job{}, markers: map[string]*marker{}}
+	if deps.Capability == (store.Capability{}) {
+		return nil, errors.New("runner: the Store's shutdown capability is required (settlement writes pass the closed write gate)")
+	}
+	c := &Coordinator{cfg: cfg, deps: deps, fp: deps.Failpoints, jobs: map[string]*job{}, markers: map[string]*marker{},
+		drained: make(chan struct{})}
 	c.publish()
 	return c, nil
 }
 
-// Open opens admission (startup recovery step 8).
+// Open opens admission (startup recovery step 8). A closing coordinator
+// never opens again.
 func (c *Coordinator) Open() {
-	c.deps.Loop.Call(func() { c.open = true; c.trace("runner open"); c.publish() })
-}
-
-// StopAdmission makes the coordinator reject admission (open → closing).
-// Shutdown's remaining steps belong to issue 3.
-func (c *Coordinator) StopAdmission() {
-	c.deps.Loop.Call(func() { c.open = false; c.trace("runner closing"); c.publish() })
+	c.deps.Loop.Call(func() {
+		if !c.closing {
+			c.open = true
+			c.trace("runner open")
+		}
+		c.publish()
+	})
 }
 
 func (c *Coordinator) trace(format string, args ...any) {
@@ -180,6 +189,7 @@ type taskFacts struct {
 
 // publish stores a fresh snapshot; called at the end of every event.
 func (c *Coordinator) publish() {
+	c.noteDrained()
 	s := &snapshot{open: c.open, slotsUsed: c.slotsUsed, unreleased: c.unreleased, tasks: map[string]taskFacts{}}
 	for k, j := range c.jobs {
 		s.tasks[k] = taskFacts{attemptID: j.attemptID, stopReason: j.firstReason, stopSaved: j.reasonSaved}
@@ -208,3 +218,5 @@ func (c *Coordinator) Jobs() []string {
 	sort.Strings(out)
 	return out
 }
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -33,20 +33,41 @@ func (c *Coordinator) diagnosticsDir() string {
 // of a failed export.
 func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 	ctx, cancel := context.WithCancel(context.Background())
-	timer := c.deps.Clock.AfterFunc(c.cfg.ExportTimeout, cancel)
+	finished := false // the first of the deadline and D's answer decides
+	finish := func(ref, exportErr string) {
+		if finished {
+			return
+		}
+		finished = true
+		cancel()
+		done(ref, exportErr)
+		c.publish()
+	}
+	deadline := c.cfg.ExportTimeout
+	if c.fp.Fire("mutant/export-no-deadline") {
+		deadline = 1 << 62
+	}
+	// At the deadline the export is aborted and F goes on at once: shutdown
+	// and recovery never wait on an export past its deadline, even when D's
+	// export never returns.
+	timer := c.deps.Clock.AfterFunc(deadline, func() {
+		c.deps.Loop.Post(func() {
+			if !finished {
+				c.trace("export failed %s: export deadline passed", j.attemptID)
+				finish("", words.PartialExportFailedBecause("export deadline passed"))
+			}
+		})
+	})
 	c.trace("export %s", j.attemptID)
 	c.deps.D.ExportTaskDiff(ctx, j.storage, c.cfg.ExportMax, func(r dadapter.ExportResult, err error) {
 		c.deps.Loop.Post(func() {
 			timer.Stop()
-			expired := ctx.Err() != nil // read before our own cancel below, which would always set it
-			cancel()
-			if err == nil && expired {
-				err = errors.New("export deadline passed")
+			if finished {
+				return // the deadline already decided; a late answer is dropped
 			}
 			if err != nil {
 				c.trace("export failed %s: %v", j.attemptID, err)
-				done("", words.PartialExportFailedBecause(err.Error()))
-				c.publish()
+				finish("", words.PartialExportFailedBecause(err.Error()))
 				return
 			}
 			data := r.Diff
@@ -56,12 +77,11 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 			ref, err := c.saveDiagnostic(j.attemptID, data)
 			if err != nil {
 				c.trace("export not saved %s: %v", j.attemptID, err)
-				done("", words.PartialExportFailedBecause(err.Error()))
-			} else {
-				c.trace("export saved %s %s", j.attemptID, ref)
-				done(ref, "")
+				finish("", words.PartialExportFailedBecause(err.Error()))
+				return
 			}
-			c.publish()
+			c.trace("export saved %s %s", j.attemptID, ref)
+			finish(ref, "")
 		})
 	})
 }

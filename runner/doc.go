@@ -21,7 +21,8 @@
 //	contract                              Go
 //	--------                              --
 //	runner coordinator                    Coordinator
-//	open → closing                        Coordinator.open, StopAdmission, ErrShuttingDown
+//	open → closing                        Coordinator.closing, BeginShutdown, ErrShuttingDown
+//	shutdown steps 1, 4 and 5             BeginShutdown, Drained, Shutdown
 //	admission (two steps)                 Coordinator.Admit → reserve, store.Tx.Admit
 //	slot                                  Coordinator.slotsUsed, Config.Slots
 //	in-memory job                         job

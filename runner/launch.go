@@ -37,7 +37,7 @@ func (c *Coordinator) storagePrepared(j *job, fs dadapter.TaskFilesystems, err e
 	if fs != nil {
 		j.storage = fs
 		c.trace("storage ready %s", j.attemptID)
-		if werr := c.deps.Store.Update(func(tx *store.Tx) error {
+		if werr := c.write(func(tx *store.Tx) error {
 			return tx.SetStorageBaseline(j.attemptID, fs.MetadataBaseline(), fs.Base())
 		}); werr != nil && err == nil {
 			err = werr
@@ -92,7 +92,7 @@ func (c *Coordinator) clonePrepared(j *job, cl dadapter.Clone, err error) {
 func (c *Coordinator) onGroup(j *job) func(dadapter.ProcessGroup) {
 	return func(g dadapter.ProcessGroup) {
 		c.deps.Loop.Post(func() {
-			c.deps.Store.Update(func(tx *store.Tx) error {
+			c.write(func(tx *store.Tx) error {
 				return tx.SetPreparationGroup(j.attemptID, g.PGID, g.StartedAt, g.Identity)
 			})
 		})
@@ -192,7 +192,7 @@ func (c *Coordinator) launch(j *job) {
 		c.deps.Loop.Post(func() { c.settled(j, s); c.publish() })
 	})
 	c.fp.Hook("runner/before-mark-running")
-	err = c.deps.Store.Update(func(tx *store.Tx) error { return tx.MarkRunning(j.attemptID) })
+	err = c.write(func(tx *store.Tx) error { return tx.MarkRunning(j.attemptID) })
 	switch {
 	case err == nil:
 		c.trace("running %s", j.attemptID)

@@ -35,15 +35,24 @@ type SettleInput struct {
 	TimeoutMinutes int
 }
 
+// Mutants switch off one of Decide's guards each (failpoints.Catalog); all
+// false in production.
+type Mutants struct {
+	NoFirstReasonWins bool // mutant/no-first-reason-wins
+	NoStalePrecedence bool // mutant/no-stale-precedence
+	ShutdownBeatsD    bool // mutant/shutdown-beats-d-reason
+}
+
 // Decide is rule 2 of "Rules for the running state": the terminal state
 // comes from the first reason, in this order, whatever D reported.
-func Decide(in SettleInput, noFirstReasonWins, noStalePrecedence bool) outcome {
+func Decide(in SettleInput, m Mutants) outcome {
 	first := in.FirstReason
-	if noFirstReasonWins {
+	if m.NoFirstReasonWins {
 		first = ""
 	}
+	noStalePrecedence := m.NoStalePrecedence
 	dStopped := in.StopReason == dadapter.StopTimeout || in.StopReason == dadapter.StopOutputLimit || in.StopReason == dadapter.StopCaptureFailure
-	if first == words.ReasonShutdown && dStopped {
+	if first == words.ReasonShutdown && dStopped && !m.ShutdownBeatsD {
 		// D stopped first: its reason wins, not requeued. A failed row
 		// still needs a current context; otherwise it takes stale.
 		if !in.ContextCurrent {
@@ -165,7 +174,8 @@ func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
 	if s.ExitCode != 0 && c.fp.Fire("mutant/error-ignores-context") {
 		in.ContextCurrent, in.PresentCause = true, ""
 	}
-	o := Decide(in, c.fp.Fire("mutant/no-first-reason-wins"), c.fp.Fire("mutant/no-stale-precedence"))
+	o := Decide(in, Mutants{NoFirstReasonWins: c.fp.Fire("mutant/no-first-reason-wins"),
+		NoStalePrecedence: c.fp.Fire("mutant/no-stale-precedence"), ShutdownBeatsD: c.fp.Fire("mutant/shutdown-beats-d-reason")})
 	if first != "" && j.firstReason == "" {
 		j.firstReason, j.staleCause = first, cause
 	}

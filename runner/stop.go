@@ -23,7 +23,7 @@ func (c *Coordinator) stop(j *job, reason, staleCause string, tx *store.Tx) bool
 	if tx != nil {
 		err = write(tx)
 	} else {
-		err = c.deps.Store.Update(write)
+		err = c.write(write)
 	}
 	switch {
 	case err == nil:

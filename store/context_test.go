@@ -71,6 +71,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.MarkRunning":             doesNotChangeContext,
 	"Tx.RecordFirstReason":       doesNotChangeContext,
 	"Tx.RecordSafetyFinding":     doesNotChangeContext,
+	"Tx.RunnerOwnerToken":        doesNotChangeContext,
 	"Tx.SetAllocation":           doesNotChangeContext,
 	"Tx.SetPreparationGroup":     doesNotChangeContext,
 	"Tx.SetStorageBaseline":      doesNotChangeContext,

@@ -1,0 +1,75 @@
+package runner
+
+import (
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// Shutdown is the coordinator's part of the contract's "Shutdown" order.
+// The server sets its stopping flag and calls BeginShutdown in the same turn
+// (step 1); it drains requests and closes the Store's write gate (steps 2
+// and 3); BeginShutdown has already given every job the first reason
+// shutdown unless it had one, and asked D to stop or aborted preparation
+// (step 4); each job then ends through the ordinary holder order (step 5:
+// export, terminal write, storage removal, slot freed). Drained reports when
+// no job is left; there is no timer of F's own (decision 4): D's forced-kill
+// escalation bounds settlement. Closing the Store and releasing the lock
+// (steps 7 and 8) belong to the caller.
+
+// write is the coordinator's own durable write. It passes the closed write
+// gate: settlement and close code hold the shutdown capability, so a job can
+// still end after step 3. Request-path writes (user actions, context
+// changes, admission) go through the gated Store instead.
+func (c *Coordinator) write(fn func(*store.Tx) error) error {
+	return c.deps.Capability.Update(fn)
+}
+
+// BeginShutdown closes admission and stops every job with first reason
+// shutdown (a job already stopping keeps its reason). It does not wait.
+func (c *Coordinator) BeginShutdown() {
+	c.deps.Loop.Call(func() {
+		defer c.publish()
+		if c.closing {
+			return
+		}
+		c.open, c.closing = false, true
+		c.trace("shutdown: admission closed")
+		for _, key := range c.sortedJobKeys() {
+			j := c.jobs[key]
+			if j.settled != nil || j.ending {
+				continue // already on its way out through the holder order
+			}
+			if !c.stop(j, words.ReasonShutdown, "", nil) {
+				c.trace("shutdown: %s keeps first reason %s", j.attemptID, j.firstReason)
+			}
+		}
+	})
+}
+
+// Drained is closed once shutdown has begun and no job is left. Markers may
+// remain: each holds its slot until startup recovery.
+func (c *Coordinator) Drained() <-chan struct{} { return c.drained }
+
+// Shutdown begins shutdown and waits until every job has ended.
+func (c *Coordinator) Shutdown() {
+	c.BeginShutdown()
+	<-c.drained
+}
+
+func (c *Coordinator) sortedJobKeys() []string {
+	keys := make([]string, 0, len(c.jobs))
+	for k := range c.jobs {
+		keys = append(keys, k)
+	}
+	sortStrings(keys)
+	return keys
+}
+
+// noteDrained closes Drained when shutdown has begun and no job is left.
+func (c *Coordinator) noteDrained() {
+	if c.closing && len(c.jobs) == 0 && !c.drainedClosed {
+		c.drainedClosed = true
+		c.trace("shutdown: every job ended (%d unresolved)", len(c.markers))
+		close(c.drained)
+	}
+}
