@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -91,6 +92,10 @@ type Deps struct {
 	Audit func(a store.Attempt, s dadapter.Settlement) string
 	// Trace receives one line per decision, for scenarios and logs. Optional.
 	Trace func(line string)
+	// StopGroup stops a leftover preparation process group after proving
+	// its saved identity again (startup recovery step 2b); nil makes
+	// recovery fail closed on any saved group.
+	StopGroup func(ctx context.Context, g dadapter.ProcessGroup) error
 }
 
 // Coordinator is the runner: admission, slots, jobs, first reasons, launch,
@@ -104,7 +109,11 @@ type Coordinator struct {
 
 	snap atomic.Pointer[snapshot] // published after each event; read by Status
 
-	drained chan struct{} // closed once closing and no job is left
+	drained      chan struct{} // closed once closing and no job is left
+	recoveryDone chan struct{} // closed when startup recovery ended
+
+	recovering     bool           // owned by the loop
+	recoveryReport RecoveryReport // owned by the loop until recoveryDone closes
 
 	// owned by the loop
 	open          bool // admission open; false before Open and once closing
@@ -133,7 +142,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 		return nil, errors.New("runner: the Store's shutdown capability is required (settlement writes pass the closed write gate)")
 	}
 	c := &Coordinator{cfg: cfg, deps: deps, fp: deps.Failpoints, jobs: map[string]*job{}, markers: map[string]*marker{},
-		drained: make(chan struct{})}
+		drained: make(chan struct{}), recoveryDone: make(chan struct{})}
 	c.publish()
 	return c, nil
 }

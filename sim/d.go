@@ -17,6 +17,7 @@ const (
 	OpExport  = "export"  // ExportTaskDiff
 	OpRemove  = "remove"  // RemoveTaskFilesystems
 	OpCommit  = "commit"  // CommitTaskChanges
+	OpRecover = "recover" // RecoverLeftovers
 )
 
 // Policy says what D does with the next requests of one op.
@@ -39,9 +40,11 @@ type D struct {
 	storage  map[string]*fs // by attempt ID: present task storage
 	diffs    map[string]string
 	commitNo int
+	legacy   []dadapter.Unowned // objects with codeboost labels but no runner label
 }
 
 type op struct {
+	owner     *dadapter.StorageOwner // for storage allocations
 	kind      string
 	attemptID string
 	ctx       context.Context
@@ -66,7 +69,7 @@ func NewD(name func(string) string, trace func(string)) *D {
 // SetPolicy sets how later requests of op behave.
 func (d *D) SetPolicy(opName string, p Policy) error {
 	switch opName {
-	case OpStorage, OpClone, OpExport, OpRemove, OpCommit:
+	case OpStorage, OpClone, OpExport, OpRemove, OpCommit, OpRecover:
 	case OpStart:
 		if p.Mode == "hold" {
 			return errors.New("start is synchronous: it can only succeed or throw")
@@ -97,6 +100,13 @@ func (d *D) request(kind, attemptID string, ctx context.Context, complete func(e
 		complete(errors.New(p.Msg))
 	default:
 		complete(nil)
+	}
+}
+
+func (d *D) requestOwned(kind string, owner dadapter.StorageOwner, ctx context.Context, complete func(error)) {
+	d.request(kind, owner.AttemptID, ctx, complete)
+	if n := len(d.pending); n > 0 && d.pending[n-1].kind == kind && d.pending[n-1].attemptID == owner.AttemptID {
+		d.pending[n-1].owner = &owner
 	}
 }
 
@@ -151,7 +161,7 @@ func (d *D) Aborted(kind, attemptID string) (bool, error) {
 func (d *D) StoragePresent(attemptID string) bool { return d.storage[attemptID] != nil }
 
 func (d *D) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOwner, onGroup func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
-	d.request(OpStorage, owner.AttemptID, ctx, func(err error) {
+	d.requestOwned(OpStorage, owner, ctx, func(err error) {
 		if err != nil {
 			done(nil, err) // an aborted allocation removes what it made
 			return
@@ -223,8 +233,81 @@ func (d *D) CreateTaskClone(ctx context.Context, parent string, onGroup func(dad
 	})
 }
 
+// RecoverLeftovers acts only on resources labelled with owner: it removes
+// the agent containers of that runner's handles and lists its task storage
+// (kept whole, one handle per allocation, sorted by attempt ID) and every
+// object without a runner label, which it never removes.
 func (d *D) RecoverLeftovers(ctx context.Context, owner string, done func(dadapter.RecoveryReport, error)) {
-	done(dadapter.RecoveryReport{}, errors.New("sim: recovery arrives with issue 3"))
+	d.request(OpRecover, "", ctx, func(err error) {
+		if err != nil {
+			done(dadapter.RecoveryReport{}, err)
+			return
+		}
+		var ids []string
+		for id, h := range d.handles {
+			if h.input.RunnerOwner == owner && !h.removed {
+				ids = append(ids, id)
+			}
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			d.handles[id].removed = true
+			d.tracef("recovery removed the agent container of %s", d.name(id))
+		}
+		var r dadapter.RecoveryReport
+		var storage []string
+		for id, f := range d.storage {
+			if f.owner.RunnerOwner == owner {
+				storage = append(storage, id)
+			}
+		}
+		sort.Strings(storage)
+		for _, id := range storage {
+			r.Storage = append(r.Storage, d.storage[id])
+		}
+		r.Unowned = append(r.Unowned, d.legacy...)
+		done(r, nil)
+	})
+}
+
+// AddLegacy plants an object from an older build: codeboost labels, no
+// runner label.
+func (d *D) AddLegacy(kind, name string) {
+	d.legacy = append(d.legacy, dadapter.Unowned{Kind: kind, Name: name, Reason: "no-runner-label"})
+}
+
+// RemoveLegacy is the user running the printed docker command.
+func (d *D) RemoveLegacy(name string) bool {
+	for i, u := range d.legacy {
+		if u.Name == name {
+			d.legacy = append(d.legacy[:i], d.legacy[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// AddStorage plants task storage with the given labels, as a crashed
+// allocation or another database's runner would leave it.
+func (d *D) AddStorage(owner dadapter.StorageOwner) {
+	d.storage[owner.AttemptID] = &fs{owner: owner}
+}
+
+// ProcessDied is the runner process being killed: callbacks into it are
+// gone. Agent containers keep running until recovery removes them; a
+// storage allocation that was under way leaves its labelled volumes behind.
+func (d *D) ProcessDied() {
+	for _, h := range d.handles {
+		h.onSettled = nil
+		h.orphaned = true
+	}
+	for _, o := range d.pending {
+		if o.kind == OpStorage && o.owner != nil {
+			d.storage[o.attemptID] = &fs{owner: *o.owner}
+			d.tracef("crash left the storage of %s half-allocated", d.name(o.attemptID))
+		}
+	}
+	d.pending = nil
 }
 
 func attemptFromDir(dir string) string {
@@ -260,6 +343,8 @@ type Handle struct {
 	cancels    []dadapter.StopReason
 	settled    *dadapter.Settlement
 	onSettled  func(dadapter.Settlement)
+	orphaned   bool // its runner process died
+	removed    bool // recovery removed its container
 }
 
 func (h *Handle) OnSettled(fn func(dadapter.Settlement)) {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
@@ -58,31 +59,81 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 		return nil, err
 	}
 	w.Clock = NewClock(w.Loop)
-	w.Owner = w.IDs.Token()
 	w.D = NewD(w.Name, w.Trace)
-	st, err := store.Open(w.DBPath, store.Options{Now: w.Clock.Now, IDs: w.IDs, Failpoints: fp})
-	if err != nil {
-		return nil, err
-	}
-	w.Store = st
-	capability := st.ShutdownCapability()
-	root := filepath.Join(dir, "runner-root")
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return nil, err
-	}
-	w.Runner, err = runner.New(runner.Config{
-		Slots: cfg.Slots, Kinds: cfg.Kinds, AttemptTimeout: cfg.AttemptTimeout, Budget: cfg.Budget,
-		Root: root, Owner: w.Owner, DiagnosticsCap: cfg.DiagnosticsCap,
-	}, runner.Deps{
-		Store: st, Capability: capability, D: w.D, Clock: w.Clock, Loop: w.Loop, IDs: w.IDs, Failpoints: fp,
-		Trace: w.Trace, Audit: w.audit,
-	})
-	if err != nil {
-		st.Close()
+	if err := w.boot(); err != nil {
 		return nil, err
 	}
 	w.Runner.Open()
 	return w, nil
+}
+
+// boot starts a runner process over the world's database file: the Store,
+// the runner owner token (read or created for this file's device and inode),
+// and a coordinator that is not open yet.
+func (w *World) boot() error {
+	st, err := store.Open(w.DBPath, store.Options{Now: w.Clock.Now, IDs: w.IDs, Failpoints: w.FP})
+	if err != nil {
+		return err
+	}
+	var fi syscall.Stat_t
+	if err := syscall.Stat(w.DBPath, &fi); err != nil {
+		st.Close()
+		return err
+	}
+	capability := st.ShutdownCapability()
+	var token string
+	if err := capability.Update(func(tx *store.Tx) (err error) {
+		token, err = tx.RunnerOwnerToken(uint64(fi.Dev), fi.Ino, w.IDs.Token)
+		return err
+	}); err != nil {
+		st.Close()
+		return err
+	}
+	w.Store, w.Owner = st, token
+	root := filepath.Join(w.Dir, "runner-root")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		st.Close()
+		return err
+	}
+	cfg := w.Config
+	w.Runner, err = runner.New(runner.Config{
+		Slots: cfg.Slots, Kinds: cfg.Kinds, AttemptTimeout: cfg.AttemptTimeout, Budget: cfg.Budget,
+		Root: root, Owner: w.Owner, DiagnosticsCap: cfg.DiagnosticsCap,
+	}, runner.Deps{
+		Store: st, Capability: capability, D: w.D, Clock: w.Clock, Loop: w.Loop, IDs: w.IDs, Failpoints: w.FP,
+		Trace: w.Trace, Audit: w.audit,
+	})
+	if err != nil {
+		st.Close()
+		return err
+	}
+	return nil
+}
+
+// Crash kills the runner process at an event boundary: no shutdown code
+// runs, in-memory jobs, markers, timers and queued events vanish, and the
+// SQLite file stays as the last commit left it. What outlives a process
+// outlives it here too: D's containers, task storage and labels.
+func (w *World) Crash() {
+	w.Trace("crash: the runner process is killed")
+	w.Loop.queue = nil
+	w.Clock.timers = nil
+	w.D.ProcessDied()
+	w.Store.Close()
+	w.Runner = nil
+}
+
+// Restart starts a new runner process over the same database file and runs
+// startup recovery; admission opens only if recovery completes.
+func (w *World) Restart() error {
+	w.Trace("restart: a new runner process starts")
+	if err := w.boot(); err != nil {
+		w.Trace("restart failed: " + err.Error())
+		return err
+	}
+	w.Runner.Recover()
+	w.Loop.Drain()
+	return nil
 }
 
 // Close closes the store.

@@ -1,0 +1,432 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// Startup recovery runs before the coordinator opens, after the caller took
+// the single-runner lock, opened the Store and read the owner token (steps 1
+// and 2a). Recover runs steps 2b to 8 as a chain of events on the loop, like
+// every other piece of the coordinator, so the simulator can hold any D
+// operation in it. Its outcome is read with Recovery once RecoveryDone is
+// closed: an error means "close the Store, release the lock and exit with
+// this message"; otherwise admission is open unless something must first be
+// handled by a person (legacy objects, an unowned preparation).
+
+// RecoveryReport is what startup recovery did and what it left for a person.
+type RecoveryReport struct {
+	Finalized          []string // "<attemptId> <state>", in row order
+	Requeue            []string // plan keys handed to I3 (requeue_pending claimed)
+	UnmatchedStorage   []string // storage handles matching no row: reported, never exported or removed
+	UnknownEntries     []string // entries under the attempts directory left alone
+	LegacyCommands     []string // the exact docker commands a person runs
+	UnownedPreparation []string // "<attemptId> <dir>": waits for --release-preparation
+	Err                error    // recovery stopped: exit with this
+}
+
+// Opened reports whether recovery ended with admission open.
+func (r RecoveryReport) Opened() bool {
+	return r.Err == nil && len(r.LegacyCommands) == 0 && len(r.UnownedPreparation) == 0
+}
+
+// Recover starts startup recovery. It does not wait; see RecoveryDone.
+func (c *Coordinator) Recover() {
+	c.deps.Loop.Call(func() {
+		c.recovering = true
+		c.trace("recovery: started")
+		c.stopLeftoverGroups(func() { c.recoverD() })
+	})
+}
+
+// RecoveryDone is closed when startup recovery has ended.
+func (c *Coordinator) RecoveryDone() <-chan struct{} { return c.recoveryDone }
+
+// Recovery returns the report of an ended recovery.
+func (c *Coordinator) Recovery() RecoveryReport {
+	<-c.recoveryDone
+	return c.recoveryReport
+}
+
+func (c *Coordinator) recoveryFailed(err error) {
+	c.recoveryReport.Err = err
+	c.trace("recovery: stopped: %v", err)
+	c.endRecovery()
+}
+
+func (c *Coordinator) endRecovery() {
+	c.recovering = false
+	r := c.recoveryReport
+	if r.Opened() && !c.closing {
+		c.open = true
+		c.trace("recovery: done; runner open")
+	} else if r.Err == nil {
+		c.trace("recovery: done; admission stays closed")
+	}
+	close(c.recoveryDone)
+	c.publish()
+}
+
+// stopLeftoverGroups is step 2b: every saved preparation group still alive
+// is stopped after its identity is proven again, and awaited; a group whose
+// identity cannot be proven, or that does not settle, stops startup.
+func (c *Coordinator) stopLeftoverGroups(next func()) {
+	var rows []store.Attempt
+	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { rows, err = tx.AllAttempts(); return err }); err != nil {
+		c.recoveryFailed(err)
+		return
+	}
+	var groups []store.Attempt
+	for _, a := range rows {
+		if a.PreparationPGID != nil {
+			groups = append(groups, a)
+		}
+	}
+	var step func(i int)
+	step = func(i int) {
+		if i == len(groups) {
+			next()
+			return
+		}
+		a := groups[i]
+		if c.deps.StopGroup == nil {
+			c.recoveryFailed(fmt.Errorf("attempt %s has a saved preparation group %d, and this runner cannot prove its identity", a.ID, *a.PreparationPGID))
+			return
+		}
+		g := dadapter.ProcessGroup{PGID: *a.PreparationPGID, Identity: a.PreparationIdentity}
+		if a.PreparationStartedAt != nil {
+			g.StartedAt = *a.PreparationStartedAt
+		}
+		var err error
+		c.deps.Loop.Go(func() { err = c.deps.StopGroup(context.Background(), g) }, func() {
+			if err != nil {
+				c.recoveryFailed(fmt.Errorf("preparation group %d of attempt %s: %w", g.PGID, a.ID, err))
+				return
+			}
+			step(i + 1)
+		})
+	}
+	step(0)
+}
+
+// recoverD is steps 2c and 2d.
+func (c *Coordinator) recoverD() {
+	c.trace("recovery: D recovery for <owner>")
+	c.deps.D.RecoverLeftovers(context.Background(), c.cfg.Owner, func(r dadapter.RecoveryReport, err error) {
+		c.deps.Loop.Post(func() {
+			if err != nil {
+				c.recoveryFailed(fmt.Errorf("D's recovery failed: %w", err))
+				return
+			}
+			for _, u := range r.Unowned {
+				if u.Reason == "no-runner-label" {
+					c.recoveryReport.LegacyCommands = append(c.recoveryReport.LegacyCommands, legacyCommand(u))
+				}
+			}
+			c.exportPhase(r.Storage)
+		})
+	})
+}
+
+func legacyCommand(u dadapter.Unowned) string {
+	switch u.Kind {
+	case "network":
+		return "docker network rm " + u.Name
+	case "volume":
+		return "docker volume rm " + u.Name
+	}
+	return "docker container rm -f " + u.Name
+}
+
+// recoveredStorage is one handle with the row it matches.
+type recoveredStorage struct {
+	fs  dadapter.TaskFilesystems
+	row store.Attempt
+}
+
+// exportPhase is step 3's first half, outside any transaction: handles are
+// used only when their attempt and allocation IDs both match one row; the
+// writable attempts that did not complete get their partial output exported
+// under the fixed name <attemptId>.diff. It makes no database writes.
+func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
+	var rows []store.Attempt
+	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { rows, err = tx.AllAttempts(); return err }); err != nil {
+		c.recoveryFailed(err)
+		return
+	}
+	byID := map[string]store.Attempt{}
+	for _, a := range rows {
+		if ids.ValidUUID(a.ID) {
+			byID[a.ID] = a
+		} else {
+			c.trace("recovery: refused unsafe attempt ID %q", boundID(a.ID))
+		}
+	}
+	var matched []recoveredStorage
+	for _, h := range handles {
+		o := h.Owner()
+		a, ok := byID[o.AttemptID]
+		if !ok || a.AllocationID == "" || a.AllocationID != o.AllocationID {
+			c.recoveryReport.UnmatchedStorage = append(c.recoveryReport.UnmatchedStorage, boundID(o.AttemptID))
+			c.trace("recovery: storage of %s matches no row; reported and kept", boundID(o.AttemptID))
+			continue
+		}
+		matched = append(matched, recoveredStorage{fs: h, row: a})
+	}
+	exports := map[string]exportResult{}
+	var step func(i int)
+	step = func(i int) {
+		if i == len(matched) {
+			c.finalize(byID, rows, matched, exports)
+			return
+		}
+		m := matched[i]
+		if !words.Writable(m.row.Kind) || m.row.State == words.Completed {
+			step(i + 1)
+			return
+		}
+		if m.row.MetadataBaseline == "" || m.row.StorageBase == "" {
+			exports[m.row.ID] = exportResult{diag: words.PartialNoBaseline}
+			step(i + 1)
+			return
+		}
+		j := &job{attemptID: m.row.ID, planKey: m.row.PlanKey, storage: m.fs}
+		c.exportPartial(j, func(ref, exportErr string) {
+			exports[m.row.ID] = exportResult{ref: ref, diag: exportErr}
+			step(i + 1)
+		})
+	}
+	step(0)
+}
+
+type exportResult struct{ ref, diag string }
+
+func boundID(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// finalize is step 3's finalization transaction, with step 6's requeue
+// claim in it, then steps 4 to 8.
+func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attempt, matched []recoveredStorage, exports map[string]exportResult) {
+	var finalized, requeue []string
+	err := c.write(func(tx *store.Tx) error {
+		finalized, requeue = nil, nil
+		active, err := tx.ActiveAttempts()
+		if err != nil {
+			return err
+		}
+		for _, a := range active {
+			if !ids.ValidUUID(a.ID) {
+				continue // refused and reported above; never touched
+			}
+			task, err := tx.Task(a.PlanKey)
+			if err != nil {
+				return err
+			}
+			present, err := tx.PresentContext(a.PlanKey)
+			if err != nil {
+				return err
+			}
+			if c.fp.Fire("mutant/recovery-ignores-first-reason") {
+				a.FirstReason = ""
+			}
+			term := recoveredTerminal(a, task, present, tx.Now())
+			if e, ok := exports[a.ID]; ok {
+				term.DiagnosticRef = e.ref
+				if e.diag != "" {
+					term.Diagnostic = joinDiag(term.Diagnostic, e.diag)
+				}
+			}
+			if err := tx.Finish(a.ID, term); err != nil {
+				return fmt.Errorf("finalizing attempt %s: %w", a.ID, err)
+			}
+			finalized = append(finalized, a.ID+" "+term.State)
+		}
+		// Step 6: every open, not human-gated task whose latest attempt was
+		// stopped by shutdown or interrupted by the crash.
+		keys := map[string]bool{}
+		for _, a := range rows {
+			keys[a.PlanKey] = true
+		}
+		for _, key := range sortedKeys(keys) {
+			task, err := tx.Task(key)
+			if err != nil {
+				return err
+			}
+			if words.Closed(task.Status) || words.HumanGated(task.Status) || task.CurrentAttemptID == "" || task.RequeuePending {
+				continue
+			}
+			last, err := tx.Attempt(task.CurrentAttemptID)
+			if err != nil {
+				return err
+			}
+			shutdown := last.State == words.Cancelled && last.FirstReason == words.ReasonShutdown
+			interrupted := last.State == words.Failed && strings.HasPrefix(last.Diagnostic, words.Interrupted)
+			if shutdown || interrupted {
+				if err := tx.ClaimRequeue(key); err != nil {
+					return err
+				}
+				requeue = append(requeue, key)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		c.recoveryFailed(fmt.Errorf("the finalization transaction failed: %w", err))
+		return
+	}
+	for _, f := range finalized {
+		c.trace("recovery: finalized %s", f)
+	}
+	for _, k := range requeue {
+		c.trace("recovery: requeue %s", k)
+	}
+	c.recoveryReport.Finalized, c.recoveryReport.Requeue = finalized, requeue
+	if len(exports) > 0 {
+		c.retention()
+	}
+	c.removeRecoveredStorage(matched, func() { c.recoverAttemptDirs(byID) })
+}
+
+func joinDiag(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// recoveredTerminal is step 3's first-reason table, in the contract's order
+// of precedence.
+func recoveredTerminal(a store.Attempt, task store.Task, present store.Context, now time.Time) store.Terminal {
+	t := store.Terminal{FirstReason: a.FirstReason, StopReason: a.StopReason}
+	cause := store.StaleCause(a.Context, present)
+	dStopped := a.StopReason == words.StopTimeout || a.StopReason == words.StopOutputLimit || a.StopReason == words.StopCaptureFailure
+	switch {
+	case a.FirstReason == words.ReasonShutdown && dStopped && cause != "":
+		t.State, t.Diagnostic, t.StaleCause = words.Stale, cause, cause
+	case a.FirstReason == words.ReasonShutdown && dStopped:
+		t.State, t.Diagnostic = words.Failed, string(a.StopReason)
+		if a.StopReason == words.StopTimeout {
+			t.Diagnostic = words.TimedOutAfter(int(a.Deadline.Sub(a.CreatedAt).Minutes()))
+		}
+	case a.FirstReason != "":
+		t.State, t.Diagnostic = terminalForReason(a.FirstReason), reasonDiagnostic(a.FirstReason, a.StaleCause)
+		t.StaleCause = a.StaleCause
+	case cause != "":
+		t.State, t.Diagnostic, t.StaleCause = words.Stale, cause, cause
+	case task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline):
+		t.State, t.FirstReason, t.Diagnostic = words.Cancelled, words.ReasonTimeLimit, words.TaskTimeLimitReached
+	case !now.Before(a.Deadline):
+		t.State, t.Diagnostic = words.Failed, words.TimedOut
+	default:
+		t.State, t.Diagnostic = words.Failed, words.Interrupted
+	}
+	return t
+}
+
+// removeRecoveredStorage is step 4's storage half: every matched handle is
+// removed, exported or not; the coordinator does not open until every
+// removal succeeded.
+func (c *Coordinator) removeRecoveredStorage(matched []recoveredStorage, next func()) {
+	var step func(i int)
+	step = func(i int) {
+		if i == len(matched) {
+			next()
+			return
+		}
+		m := matched[i]
+		c.deps.D.RemoveTaskFilesystems(m.fs, func(err error) {
+			c.deps.Loop.Post(func() {
+				if err != nil {
+					c.recoveryFailed(fmt.Errorf("removing the task storage of %s: %w", m.row.ID, err))
+					return
+				}
+				c.trace("recovery: storage removed %s", m.row.ID)
+				step(i + 1)
+			})
+		})
+	}
+	step(0)
+}
+
+// recoverAttemptDirs is step 4's directory half and step 7.
+func (c *Coordinator) recoverAttemptDirs(byID map[string]store.Attempt) {
+	var starting []store.Attempt
+	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { starting, err = tx.StartingPreparations(); return err }); err != nil {
+		c.recoveryFailed(err)
+		return
+	}
+	held := map[string]bool{}
+	for _, a := range starting {
+		held[a.ID] = true
+	}
+	root := filepath.Join(c.cfg.Root, c.cfg.Owner, "attempts")
+	entries, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		c.recoveryFailed(err)
+		return
+	}
+	var rootDev uint64
+	if st, err := os.Lstat(root); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			rootDev = uint64(sys.Dev)
+		}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(root, name)
+		if held[name] {
+			continue // step 7 keeps it for --release-preparation
+		}
+		info, err := os.Lstat(path)
+		_, known := byID[name]
+		sameDev := false
+		if err == nil {
+			if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+				sameDev = uint64(sys.Dev) == rootDev
+			}
+		}
+		if err != nil || !info.IsDir() || info.Mode()&os.ModeSymlink != 0 || !sameDev || !ids.ValidUUID(name) || !known {
+			c.recoveryReport.UnknownEntries = append(c.recoveryReport.UnknownEntries, path)
+			c.trace("recovery: unknown entry %s left alone", name)
+			continue
+		}
+		if err := os.RemoveAll(path); err != nil {
+			c.recoveryFailed(fmt.Errorf("removing attempt directory %s: %w", path, err))
+			return
+		}
+		c.trace("recovery: attempt directory of %s removed", name)
+	}
+	for _, a := range starting {
+		c.recoveryReport.UnownedPreparation = append(c.recoveryReport.UnownedPreparation, a.ID+" "+c.attemptDir(a.ID))
+		c.trace("recovery: preparation of %s started with no group ID; waiting for --release-preparation", a.ID)
+	}
+	for _, cmd := range c.recoveryReport.LegacyCommands {
+		c.trace("recovery: legacy object: %s", cmd)
+	}
+	c.endRecovery()
+}

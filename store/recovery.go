@@ -1,0 +1,69 @@
+package store
+
+import "time"
+
+// Startup recovery's durable half: it reads what a crashed process left and
+// finalizes it in one transaction (startup recovery step 3), with the
+// requeue claim of step 6 in that same transaction.
+
+// ActiveAttempts lists every pending or running attempt, oldest first:
+// rows a crash (or a shutdown whose terminal write failed) left unclean.
+func (t *Tx) ActiveAttempts() ([]Attempt, error) {
+	return t.attemptsWhere(`state IN ('pending','running')`)
+}
+
+// AllAttempts lists every attempt of this database, oldest first.
+func (t *Tx) AllAttempts() ([]Attempt, error) { return t.attemptsWhere(`1`) }
+
+// StartingPreparations lists attempts marked "preparation starting" whose
+// group ID was never saved: a child may exist that nobody can identify.
+func (t *Tx) StartingPreparations() ([]Attempt, error) {
+	return t.attemptsWhere(`preparation_started_at IS NOT NULL AND preparation_pgid IS NULL`)
+}
+
+func (t *Tx) attemptsWhere(cond string) ([]Attempt, error) {
+	rows, err := t.query(`SELECT ` + attemptCols + ` FROM attempts WHERE ` + cond + ` ORDER BY created_at, rowid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Attempt
+	for rows.Next() {
+		a, err := scanAttempt(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// ClaimRequeue sets requeue_pending: while it is set, retry and every other
+// admission for the task are refused, until I3's requeue or the user's
+// "Resume" clears it by compare-and-swap in the admitting transaction.
+func (t *Tx) ClaimRequeue(planKey string) error {
+	res, err := t.exec(`UPDATE tasks SET requeue_pending = 1 WHERE plan_key = ? AND requeue_pending = 0`, planKey)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil
+	}
+	return t.bump(planKey)
+}
+
+// ClearPreparationStarting is --release-preparation's durable half: the
+// attempt's starting mark is cleared so that the next start passes step 7.
+func (t *Tx) ClearPreparationStarting(attemptID string) error {
+	a, err := t.Attempt(attemptID)
+	if err != nil {
+		return err
+	}
+	if _, err := t.exec(`UPDATE attempts SET preparation_started_at = NULL WHERE id = ? AND preparation_pgid IS NULL`, a.ID); err != nil {
+		return err
+	}
+	return t.bump(a.PlanKey)
+}
+
+// Now is the store's clock, for recovery's deadline checks.
+func (t *Tx) Now() time.Time { return t.s.now() }

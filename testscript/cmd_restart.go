@@ -1,0 +1,131 @@
+package testscript
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/codeboost/codeboost/dadapter"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+func init() {
+	register(
+		Command{Name: "crash", Usage: "crash",
+			Summary: "kills the runner process between two events: no shutdown code runs, jobs, markers, timers and queued events vanish; the SQLite file, D's containers and task storage, and the runner root stay",
+			Example: "crash", Run: cmdCrash},
+		Command{Name: "restart", Usage: "[!] restart",
+			Summary: "starts a new runner process over the same database file and runs startup recovery; prints its report; fails (or, negated, must fail) when recovery stops the start",
+			Example: "restart", Run: cmdRestart},
+		Command{Name: "recovered", Usage: "recovered [opened=B] [requeue=KEYS|none] [unmatched=N] [unknown=N] [legacy=N] [unowned=N]",
+			Summary: "asserts startup recovery's report (requeue names tasks, comma-separated)",
+			Example: "recovered opened=true requeue=T1", Run: cmdRecovered},
+		Command{Name: "legacy", Usage: "legacy KIND NAME",
+			Summary: "plants an object from an older build in the simulated Docker: codeboost labels, no runner label (container, network or volume)",
+			Example: "legacy container old-agent", Run: cmdLegacy},
+		Command{Name: "remove-legacy", Usage: "remove-legacy NAME",
+			Summary: "the user runs the printed docker command for a legacy object",
+			Example: "remove-legacy old-agent", Run: cmdRemoveLegacy},
+		Command{Name: "foreign-storage", Usage: "foreign-storage NAME [owner=this|other]",
+			Summary: "plants task storage whose attempt and allocation labels match no row (owner this: labelled with this runner's token)",
+			Example: "foreign-storage X", Run: cmdForeignStorage},
+	)
+}
+
+func cmdCrash(ts *gts.TestScript, neg bool, args []string) {
+	get(ts).world(ts).Crash()
+}
+
+func cmdRestart(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	err := w.Restart()
+	if err == nil {
+		select {
+		case <-w.Runner.RecoveryDone():
+			r := w.Runner.Recovery()
+			err = r.Err
+			fmt.Fprintf(ts.Stdout(), "opened: %v\n", r.Opened())
+			for _, f := range r.Finalized {
+				fmt.Fprintf(ts.Stdout(), "finalized: %s\n", w.Name(strings.Fields(f)[0])+" "+strings.Fields(f)[1])
+			}
+			for _, k := range r.Requeue {
+				fmt.Fprintf(ts.Stdout(), "requeue: %s\n", s.taskName(k))
+			}
+			for _, u := range r.UnmatchedStorage {
+				fmt.Fprintf(ts.Stdout(), "unmatched storage: %s\n", w.Name(u))
+			}
+			for _, c := range r.LegacyCommands {
+				fmt.Fprintf(ts.Stdout(), "run: %s\n", c)
+			}
+			for _, u := range r.UnownedPreparation {
+				fmt.Fprintf(ts.Stdout(), "unowned preparation: %s\n", w.Name(strings.Fields(u)[0]))
+			}
+			for _, u := range r.UnknownEntries {
+				fmt.Fprintf(ts.Stdout(), "unknown entry: %s\n", u[strings.LastIndex(u, "/")+1:])
+			}
+		default:
+			fmt.Fprintln(ts.Stdout(), "recovery in progress")
+		}
+	}
+	s.expect(ts, neg, "restart", err)
+}
+
+func (s *scenario) taskName(key string) string {
+	for n, k := range s.tasks {
+		if k == key {
+			return n
+		}
+	}
+	return key
+}
+
+func cmdRecovered(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	select {
+	case <-w.Runner.RecoveryDone():
+	default:
+		s.fatal(ts, "recovery has not ended")
+	}
+	r := w.Runner.Recovery()
+	var requeue []string
+	for _, k := range r.Requeue {
+		requeue = append(requeue, s.taskName(k))
+	}
+	got := map[string]string{"opened": boolStr(r.Opened()), "requeue": noneOr(strings.Join(requeue, ",")),
+		"unmatched": fmt.Sprint(len(r.UnmatchedStorage)), "unknown": fmt.Sprint(len(r.UnknownEntries)),
+		"legacy": fmt.Sprint(len(r.LegacyCommands)), "unowned": fmt.Sprint(len(r.UnownedPreparation))}
+	s.compare(ts, "recovery", parse(args).kv, got)
+}
+
+func cmdLegacy(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: legacy KIND NAME")
+	}
+	get(ts).world(ts).D.AddLegacy(args[0], args[1])
+}
+
+func cmdRemoveLegacy(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: remove-legacy NAME")
+	}
+	if !get(ts).world(ts).D.RemoveLegacy(args[0]) {
+		ts.Fatalf("no legacy object %s", args[0])
+	}
+}
+
+func cmdForeignStorage(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: foreign-storage NAME [owner=this|other]")
+	}
+	owner := w.Owner
+	if a.kv["owner"] == "other" {
+		owner = strings.Repeat("0", 32)
+	}
+	id := actionID("foreign:" + a.pos[0])
+	w.Alias(id, a.pos[0])
+	w.D.AddStorage(dadapter.StorageOwner{RunnerOwner: owner, AttemptID: id, AllocationID: actionID("alloc:" + a.pos[0])})
+}
