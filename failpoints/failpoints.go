@@ -82,6 +82,7 @@ var Catalog = map[string]string{
 	"mutant/export-no-deadline":            "the partial-output export has no 60-second deadline",
 	"mutant/shutdown-beats-d-reason":       "first reason shutdown wins over D's own timeout, output-limit or capture-failure",
 	"mutant/recovery-ignores-first-reason": "startup recovery finalizes rows as if no first reason was saved",
+	"mutant/lock-not-exclusive":            "the single-runner lock opens its lock database without taking the exclusive OS lock",
 	"mutant/ledger-outside-publish":        "the ledger entry is written outside the publication transaction",
 	"mutant/retention-delete-first":        "retention deletes a referenced file before clearing its row",
 	"mutant/human-gate-during-attempt":     "the task may move to a human-gated status while an attempt is active",
@@ -91,7 +92,30 @@ var Catalog = map[string]string{
 	"mutant/completion-ignores-status":     "publication does not check that the task is running (the completion guard is off)",
 	"mutant/prelaunch-storage-first":       "a stop before the D start call removes task storage before the terminal write",
 	"mutant/event-key-unscoped":            "an event is dropped when another plan already has one of its kind and action ID (the key lacks the plan key)",
+	"mutant/recovery-storage-unbound":      "startup recovery uses a task-storage handle whose attempt and allocation labels match no row, or disagree with it",
+	"mutant/allocation-id-unsaved":         "admission does not save the task-storage allocation ID on the row before allocation starts",
+	"mutant/recovery-remove-first":         "startup recovery removes a matched handle's task storage before its export and the finalization transaction",
+	"mutant/recovery-exports-read-only":    "startup recovery exports the partial output of read-only attempts too",
+	"mutant/diagnostic-no-overwrite":       "a saved diagnostic whose <attemptId>.diff already exists gets a new file name instead of overwriting it",
+	"mutant/recovery-cleanup-on-failure":   "after the finalization transaction fails, startup recovery still removes the recovered task storage (step 4) before it stops",
+	"mutant/recovery-ignores-d-failure":    "startup recovery goes on as if D's recoverLeftovers had found nothing when it rejects",
+	"mutant/legacy-ignored":                "startup recovery ignores objects with codeboost labels but no runner label, so admission opens",
+	"mutant/d-recovery-unscoped":           "the simulated D's recoverLeftovers acts on every runner's containers and task storage, not only the given owner's",
+	"mutant/recovery-removes-unknown":      "startup recovery removes every entry under the attempts directory, known attempt or not",
+	"mutant/unowned-preparation-ignored":   "startup recovery ignores attempts marked \"preparation starting\" with no saved group ID (step 7)",
+	"mutant/recovery-trusts-attempt-id":    "startup recovery uses a stored attempt ID that is not a lowercase UUID v4 like any other",
 	"mutant/start-failure-frees-slot":      "a failed pending → running write ends the row at settlement and frees the slot instead of keeping a marker",
+
+	// Mutants guarding startup recovery, shutdown and markers (issue 3).
+	"mutant/recovery-ignores-context":         "startup recovery does not check the captured context of a row with no first reason",
+	"mutant/recovery-no-stale-precedence":     "startup recovery checks the budget and attempt deadlines before the captured context",
+	"mutant/recovery-ignores-budget":          "startup recovery skips the task-budget fallback (no time-limit mapping for a row with no first reason)",
+	"mutant/recovery-shutdown-beats-d-reason": "startup recovery maps first reason shutdown to cancelled even when the row has a saved D stop_reason of timeout, output-limit or capture-failure",
+	"mutant/requeue-twice":                    "startup recovery lists a task for requeue again although its requeue_pending is already set",
+	"mutant/requeue-closed-task":              "startup recovery's requeue list does not skip closed or human-gated tasks",
+	"mutant/recovery-opens-before-removal":    "startup recovery opens admission before every recovered task storage is removed",
+	"mutant/marker-frees-slot":                "an unresolved marker frees its slot instead of holding it until restart",
+	"mutant/time-limit-no-human-gate":         "the time-limit terminal write does not move the task to needs human",
 }
 
 // Set is one world's failpoint registry. A nil *Set has every failpoint off.

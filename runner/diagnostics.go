@@ -98,6 +98,11 @@ func (c *Coordinator) saveDiagnostic(attemptID string, data []byte) (string, err
 		return "", err
 	}
 	name := attemptID + ".diff"
+	if c.fp.Fire("mutant/diagnostic-no-overwrite") {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			name = attemptID + "-" + c.deps.IDs.Token()[:8] + ".diff" // a retry duplicates
+		}
+	}
 	tmp := filepath.Join(dir, "."+attemptID+"."+c.deps.IDs.Token()+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {

@@ -34,6 +34,7 @@ type RecoveryReport struct {
 	UnknownEntries     []string // entries under the attempts directory left alone
 	LegacyCommands     []string // the exact docker commands a person runs
 	UnownedPreparation []string // "<attemptId> <dir>": waits for --release-preparation
+	UnsafeAttempts     []string // stored attempt IDs not safe in a path or label: refused and reported, never used
 	Err                error    // recovery stopped: exit with this
 }
 
@@ -126,12 +127,15 @@ func (c *Coordinator) recoverD() {
 	c.trace("recovery: D recovery for <owner>")
 	c.deps.D.RecoverLeftovers(context.Background(), c.cfg.Owner, func(r dadapter.RecoveryReport, err error) {
 		c.deps.Loop.Post(func() {
+			if err != nil && c.fp.Fire("mutant/recovery-ignores-d-failure") {
+				err = nil // goes on as if D had found nothing
+			}
 			if err != nil {
 				c.recoveryFailed(fmt.Errorf("D's recovery failed: %w", err))
 				return
 			}
 			for _, u := range r.Unowned {
-				if u.Reason == "no-runner-label" {
+				if u.Reason == "no-runner-label" && !c.fp.Fire("mutant/legacy-ignored") {
 					c.recoveryReport.LegacyCommands = append(c.recoveryReport.LegacyCommands, legacyCommand(u))
 				}
 			}
@@ -168,9 +172,10 @@ func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
 	}
 	byID := map[string]store.Attempt{}
 	for _, a := range rows {
-		if ids.ValidUUID(a.ID) {
+		if ids.ValidUUID(a.ID) || c.fp.Fire("mutant/recovery-trusts-attempt-id") {
 			byID[a.ID] = a
 		} else {
+			c.recoveryReport.UnsafeAttempts = append(c.recoveryReport.UnsafeAttempts, boundID(a.ID))
 			c.trace("recovery: refused unsafe attempt ID %q", boundID(a.ID))
 		}
 	}
@@ -178,12 +183,25 @@ func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
 	for _, h := range handles {
 		o := h.Owner()
 		a, ok := byID[o.AttemptID]
+		if c.fp.Fire("mutant/recovery-storage-unbound") {
+			a.ID, a.Kind, ok = o.AttemptID, words.KindReview, true // trusts the labels alone
+			if row, found := byID[o.AttemptID]; found {
+				a = row
+			}
+			a.AllocationID = o.AllocationID
+		}
 		if !ok || a.AllocationID == "" || a.AllocationID != o.AllocationID {
 			c.recoveryReport.UnmatchedStorage = append(c.recoveryReport.UnmatchedStorage, boundID(o.AttemptID))
 			c.trace("recovery: storage of %s matches no row; reported and kept", boundID(o.AttemptID))
 			continue
 		}
 		matched = append(matched, recoveredStorage{fs: h, row: a})
+	}
+	if c.fp.Fire("mutant/recovery-remove-first") {
+		for _, m := range matched {
+			c.deps.D.RemoveTaskFilesystems(m.fs, func(error) {})
+			c.trace("recovery: storage removed early %s", m.row.ID)
+		}
 	}
 	exports := map[string]exportResult{}
 	var step func(i int)
@@ -193,7 +211,8 @@ func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
 			return
 		}
 		m := matched[i]
-		if !words.Writable(m.row.Kind) || m.row.State == words.Completed {
+		writable := words.Writable(m.row.Kind) || c.fp.Fire("mutant/recovery-exports-read-only")
+		if !writable || m.row.State == words.Completed {
 			step(i + 1)
 			return
 		}
@@ -231,7 +250,7 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 			return err
 		}
 		for _, a := range active {
-			if !ids.ValidUUID(a.ID) {
+			if !ids.ValidUUID(a.ID) && !c.fp.Fire("mutant/recovery-trusts-attempt-id") {
 				continue // refused and reported above; never touched
 			}
 			task, err := tx.Task(a.PlanKey)
@@ -245,7 +264,7 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 			if c.fp.Fire("mutant/recovery-ignores-first-reason") {
 				a.FirstReason = ""
 			}
-			term := recoveredTerminal(a, task, present, tx.Now())
+			term := c.recoveredTerminal(a, task, present, tx.Now())
 			if e, ok := exports[a.ID]; ok {
 				term.DiagnosticRef = e.ref
 				if e.diag != "" {
@@ -268,7 +287,9 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 			if err != nil {
 				return err
 			}
-			if words.Closed(task.Status) || words.HumanGated(task.Status) || task.CurrentAttemptID == "" || task.RequeuePending {
+			gated := (words.Closed(task.Status) || words.HumanGated(task.Status)) && !c.fp.Fire("mutant/requeue-closed-task")
+			claimed := task.RequeuePending && !c.fp.Fire("mutant/requeue-twice")
+			if gated || task.CurrentAttemptID == "" || claimed {
 				continue
 			}
 			last, err := tx.Attempt(task.CurrentAttemptID)
@@ -287,7 +308,12 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 		return nil
 	})
 	if err != nil {
-		c.recoveryFailed(fmt.Errorf("the finalization transaction failed: %w", err))
+		err = fmt.Errorf("the finalization transaction failed: %w", err)
+		if c.fp.Fire("mutant/recovery-cleanup-on-failure") {
+			c.removeRecoveredStorage(matched, func() { c.recoveryFailed(err) })
+			return
+		}
+		c.recoveryFailed(err)
 		return
 	}
 	for _, f := range finalized {
@@ -299,6 +325,9 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 	c.recoveryReport.Finalized, c.recoveryReport.Requeue = finalized, requeue
 	if len(exports) > 0 {
 		c.retention()
+	}
+	if c.fp.Fire("mutant/recovery-opens-before-removal") {
+		c.open = true
 	}
 	c.removeRecoveredStorage(matched, func() { c.recoverAttemptDirs(byID) })
 }
@@ -321,10 +350,27 @@ func sortedKeys(m map[string]bool) []string {
 
 // recoveredTerminal is step 3's first-reason table, in the contract's order
 // of precedence.
-func recoveredTerminal(a store.Attempt, task store.Task, present store.Context, now time.Time) store.Terminal {
+func (c *Coordinator) recoveredTerminal(a store.Attempt, task store.Task, present store.Context, now time.Time) store.Terminal {
 	t := store.Terminal{FirstReason: a.FirstReason, StopReason: a.StopReason}
 	cause := store.StaleCause(a.Context, present)
+	if c.fp.Fire("mutant/recovery-ignores-context") {
+		cause = ""
+	}
 	dStopped := a.StopReason == words.StopTimeout || a.StopReason == words.StopOutputLimit || a.StopReason == words.StopCaptureFailure
+	if c.fp.Fire("mutant/recovery-shutdown-beats-d-reason") {
+		dStopped = false
+	}
+	budgetPassed := task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline) && !c.fp.Fire("mutant/recovery-ignores-budget")
+	if a.FirstReason == "" && c.fp.Fire("mutant/recovery-no-stale-precedence") {
+		switch {
+		case budgetPassed:
+			t.State, t.FirstReason, t.Diagnostic = words.Cancelled, words.ReasonTimeLimit, words.TaskTimeLimitReached
+			return t
+		case !now.Before(a.Deadline):
+			t.State, t.Diagnostic = words.Failed, words.TimedOut
+			return t
+		}
+	}
 	switch {
 	case a.FirstReason == words.ReasonShutdown && dStopped && cause != "":
 		t.State, t.Diagnostic, t.StaleCause = words.Stale, cause, cause
@@ -338,7 +384,7 @@ func recoveredTerminal(a store.Attempt, task store.Task, present store.Context, 
 		t.StaleCause = a.StaleCause
 	case cause != "":
 		t.State, t.Diagnostic, t.StaleCause = words.Stale, cause, cause
-	case task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline):
+	case budgetPassed:
 		t.State, t.FirstReason, t.Diagnostic = words.Cancelled, words.ReasonTimeLimit, words.TaskTimeLimitReached
 	case !now.Before(a.Deadline):
 		t.State, t.Diagnostic = words.Failed, words.TimedOut
@@ -380,6 +426,9 @@ func (c *Coordinator) recoverAttemptDirs(byID map[string]store.Attempt) {
 		c.recoveryFailed(err)
 		return
 	}
+	if c.fp.Fire("mutant/unowned-preparation-ignored") {
+		starting = nil
+	}
 	held := map[string]bool{}
 	for _, a := range starting {
 		held[a.ID] = true
@@ -411,6 +460,11 @@ func (c *Coordinator) recoverAttemptDirs(byID map[string]store.Attempt) {
 			}
 		}
 		if err != nil || !info.IsDir() || info.Mode()&os.ModeSymlink != 0 || !sameDev || !ids.ValidUUID(name) || !known {
+			if c.fp.Fire("mutant/recovery-removes-unknown") {
+				os.RemoveAll(path)
+				c.trace("recovery: unknown entry %s removed", name)
+				continue
+			}
 			c.recoveryReport.UnknownEntries = append(c.recoveryReport.UnknownEntries, path)
 			c.trace("recovery: unknown entry %s left alone", name)
 			continue

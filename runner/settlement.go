@@ -399,5 +399,8 @@ func (c *Coordinator) toMarker(j *job, reason string) {
 	}
 	delete(c.jobs, j.planKey)
 	c.markers[j.planKey] = &marker{attemptID: j.attemptID, reason: reason, firstReason: j.firstReason}
+	if c.fp.Fire("mutant/marker-frees-slot") {
+		c.slotsUsed--
+	}
 	c.trace("unresolved %s %s", j.attemptID, reason)
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/failpoints"
 )
 
 // Ops are the simulated D's operations a scenario can steer.
@@ -41,6 +42,9 @@ type D struct {
 	diffs    map[string]string
 	commitNo int
 	legacy   []dadapter.Unowned // objects with codeboost labels but no runner label
+
+	// Failpoints is the world's set: D's own mutants (mutant/d-…) read it.
+	Failpoints *failpoints.Set
 }
 
 type op struct {
@@ -243,9 +247,10 @@ func (d *D) RecoverLeftovers(ctx context.Context, owner string, done func(dadapt
 			done(dadapter.RecoveryReport{}, err)
 			return
 		}
+		unscoped := d.Failpoints.Fire("mutant/d-recovery-unscoped")
 		var ids []string
 		for id, h := range d.handles {
-			if h.input.RunnerOwner == owner && !h.removed {
+			if (h.input.RunnerOwner == owner || unscoped) && !h.removed && h.settled == nil { // a settled one's container is already gone
 				ids = append(ids, id)
 			}
 		}
@@ -257,7 +262,7 @@ func (d *D) RecoverLeftovers(ctx context.Context, owner string, done func(dadapt
 		var r dadapter.RecoveryReport
 		var storage []string
 		for id, f := range d.storage {
-			if f.owner.RunnerOwner == owner {
+			if f.owner.RunnerOwner == owner || unscoped {
 				storage = append(storage, id)
 			}
 		}

@@ -60,6 +60,7 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 	}
 	w.Clock = NewClock(w.Loop)
 	w.D = NewD(w.Name, w.Trace)
+	w.D.Failpoints = fp
 	if err := w.boot(); err != nil {
 		return nil, err
 	}
@@ -133,7 +134,29 @@ func (w *World) Restart() error {
 	}
 	w.Runner.Recover()
 	w.Loop.Drain()
+	w.exitIfRecoveryStopped()
 	return nil
+}
+
+// exitIfRecoveryStopped is the caller's half of a recovery that stopped the
+// start (steps 2d and 3): the process closes its Store and exits non-zero
+// (the simulated world has no single-runner lock to release). The script
+// keeps a read handle on the same file, as an inspector would, so it can
+// still assert the durable rows.
+func (w *World) exitIfRecoveryStopped() {
+	select {
+	case <-w.Runner.RecoveryDone():
+	default:
+		return
+	}
+	if w.Runner.Recovery().Err == nil {
+		return
+	}
+	w.Store.Close()
+	w.Trace("exit: recovery stopped the start; Store closed, non-zero exit")
+	if st, err := store.Open(w.DBPath, store.Options{Now: w.Clock.Now, IDs: w.IDs}); err == nil {
+		w.Store = st
+	}
 }
 
 // Close closes the store.

@@ -283,7 +283,7 @@ func (t *Tx) terminalTaskEffects(task Task, firstReason string, finding bool) er
 	switch {
 	case task.CancelRequested != "" && !t.s.fp.Fire("mutant/cancel-task-not-closed"):
 		return t.closeTask(task.PlanKey, task.CancelRequested)
-	case timeLimit || finding:
+	case (timeLimit && !t.s.fp.Fire("mutant/time-limit-no-human-gate")) || finding:
 		_, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusNeedsHuman, task.PlanKey)
 		return err
 	}

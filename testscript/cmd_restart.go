@@ -16,7 +16,7 @@ func init() {
 		Command{Name: "restart", Usage: "[!] restart",
 			Summary: "starts a new runner process over the same database file and runs startup recovery; prints its report; fails (or, negated, must fail) when recovery stops the start",
 			Example: "restart", Run: cmdRestart},
-		Command{Name: "recovered", Usage: "recovered [opened=B] [requeue=KEYS|none] [unmatched=N] [unknown=N] [legacy=N] [unowned=N]",
+		Command{Name: "recovered", Usage: "recovered [opened=B] [requeue=KEYS|none] [unmatched=N] [unknown=N] [legacy=N] [unowned=N] [unsafe=N]",
 			Summary: "asserts startup recovery's report (requeue names tasks, comma-separated)",
 			Example: "recovered opened=true requeue=T1", Run: cmdRecovered},
 		Command{Name: "legacy", Usage: "legacy KIND NAME",
@@ -63,6 +63,9 @@ func cmdRestart(ts *gts.TestScript, neg bool, args []string) {
 			for _, u := range r.UnknownEntries {
 				fmt.Fprintf(ts.Stdout(), "unknown entry: %s\n", u[strings.LastIndex(u, "/")+1:])
 			}
+			for _, u := range r.UnsafeAttempts {
+				fmt.Fprintf(ts.Stdout(), "unsafe attempt ID: %q\n", u)
+			}
 		default:
 			fmt.Fprintln(ts.Stdout(), "recovery in progress")
 		}
@@ -94,7 +97,8 @@ func cmdRecovered(ts *gts.TestScript, neg bool, args []string) {
 	}
 	got := map[string]string{"opened": boolStr(r.Opened()), "requeue": noneOr(strings.Join(requeue, ",")),
 		"unmatched": fmt.Sprint(len(r.UnmatchedStorage)), "unknown": fmt.Sprint(len(r.UnknownEntries)),
-		"legacy": fmt.Sprint(len(r.LegacyCommands)), "unowned": fmt.Sprint(len(r.UnownedPreparation))}
+		"legacy": fmt.Sprint(len(r.LegacyCommands)), "unowned": fmt.Sprint(len(r.UnownedPreparation)),
+		"unsafe": fmt.Sprint(len(r.UnsafeAttempts))}
 	s.compare(ts, "recovery", parse(args).kv, got)
 }
 

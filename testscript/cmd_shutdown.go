@@ -1,6 +1,9 @@
 package testscript
 
 import (
+	"os"
+	"time"
+
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -37,4 +40,25 @@ func cmdDrained(ts *gts.TestScript, neg bool, args []string) {
 	if got == neg {
 		s.fatal(ts, "drained: %v, want %v", got, !neg)
 	}
+}
+
+func init() {
+	register(Command{Name: "await-file", Usage: "await-file PATH",
+		Summary: "waits, up to 20 s of real time, until a real process has written PATH (its ready file); only for real-process cases, which cannot use virtual time",
+		Example: "await-file $WORK/a.ready", Run: cmdAwaitFile})
+}
+
+func cmdAwaitFile(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: await-file PATH")
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("%s did not appear within 20 s", path)
 }

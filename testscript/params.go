@@ -89,6 +89,7 @@ func Params(dir string, opt Options) gts.Params {
 			s := &scenario{dir: filepath.Join(env.WorkDir, "world"), fp: fp, tasks: map[string]string{},
 				cfg: sim.Config{Seed: opt.Seed}}
 			env.Values[worldKey] = s
+			env.Setenv("CODEBOOST_TEST_MUTANT", opt.Mutant) // for real codeboost processes (scenarios' TestMain)
 			script := strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
 			env.Defer(func() {
 				if s.w == nil {

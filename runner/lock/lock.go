@@ -50,6 +50,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/words"
 	"modernc.org/sqlite"
 )
@@ -96,6 +97,9 @@ type Options struct {
 	// Home is the directory that holds .codeboost/locks; empty means
 	// os.UserHomeDir(). Tests pass a temporary directory.
 	Home string
+	// Failpoints is nil in production; the scenarios' test binary sets it
+	// to show that the lock scenarios bite.
+	Failpoints *failpoints.Set
 }
 
 // Lock is a held single-runner lock. Keep it until the end of shutdown
@@ -105,6 +109,7 @@ type Lock struct {
 	path     string // the canonical path: realpath(parent) + base name
 	lockPath string
 	dev, ino uint64
+	fp       *failpoints.Set // nil in production
 
 	mu       sync.Mutex
 	fd       int // step 1's descriptor, -1 once released
@@ -183,7 +188,7 @@ func Acquire(dbPath string, opt Options) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Lock{given: given, path: canonical, dev: uint64(st.Dev), ino: uint64(st.Ino), fd: fd}
+	l := &Lock{given: given, path: canonical, dev: uint64(st.Dev), ino: uint64(st.Ino), fd: fd, fp: opt.Failpoints}
 	fail := func(err error) (*Lock, error) {
 		syscall.Close(fd)
 		return nil, err
@@ -335,6 +340,10 @@ func (l *Lock) takeOSLock() error {
 	}
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
+	if err == nil && l.fp.Fire("mutant/lock-not-exclusive") {
+		l.db, l.conn = db, conn // deliberately wrong: no OS lock is taken
+		return nil
+	}
 	if err == nil {
 		_, err = conn.ExecContext(ctx, "BEGIN EXCLUSIVE")
 		if err == nil {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"go/parser"
@@ -12,7 +12,7 @@ import (
 // TestEveryPackageHasADocComment: each package says what it owns and what it
 // may not import (style.md, "Together").
 func TestEveryPackageHasADocComment(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	dirs := map[string]bool{}
 	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -1,0 +1,156 @@
+package testscript
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/codeboost/codeboost/dadapter"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+// Commands for startup recovery's task storage and attempt directories.
+
+func init() {
+	register(
+		Command{Name: "mislabelled-storage", Usage: "mislabelled-storage ATTEMPT",
+			Summary: "plants task storage labelled with this runner's token and the attempt's ID but another allocation ID (a handle that disagrees with the row); the attempt must have no storage present",
+			Example: "mislabelled-storage B", Run: cmdMislabelledStorage},
+		Command{Name: "foreign-agent", Usage: "foreign-agent NAME",
+			Summary: "plants another database's live runner work: task storage and a running agent container labelled with another runner's token and attempt NAME",
+			Example: "foreign-agent B1", Run: cmdForeignAgent},
+		Command{Name: "paths", Usage: "paths [ATTEMPT...]",
+			Summary: "sets $ATTEMPTS to this runner's <root>/<owner>/attempts directory and $DIR_<ATTEMPT> to each named attempt's directory, for the built-in file commands",
+			Example: "paths A", Run: cmdPaths},
+		Command{Name: "name-row", Usage: "name-row ID NAME",
+			Summary: "gives an attempt row the script wrote itself (with sql) a name for later commands",
+			Example: "name-row '../x' X", Run: cmdNameRow},
+		Command{Name: "diagtext", Usage: "diagtext ATTEMPT REGEXP",
+			Summary: "asserts that the attempt's <attemptId>.diff in this database's diagnostics directory matches REGEXP",
+			Example: "diagtext A 'a/second'", Run: cmdDiagText},
+		Command{Name: "diagfiles", Usage: "diagfiles N",
+			Summary: "asserts how many .diff files this database's diagnostics directory holds",
+			Example: "diagfiles 1", Run: cmdDiagFiles},
+		Command{Name: "traced-times", Usage: "traced-times REGEXP N",
+			Summary: "asserts that exactly N trace lines match REGEXP",
+			Example: "traced-times 'recovery: finalized A' 1", Run: cmdTracedTimes},
+	)
+}
+
+func cmdMislabelledStorage(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: mislabelled-storage ATTEMPT")
+	}
+	id := s.attempt(ts, args[0])
+	if w.D.StoragePresent(id) {
+		ts.Fatalf("%s still has task storage", args[0])
+	}
+	w.D.AddStorage(dadapter.StorageOwner{RunnerOwner: w.Owner, AttemptID: id, AllocationID: actionID("mislabelled:" + args[0])})
+}
+
+func cmdDiagText(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: diagtext ATTEMPT REGEXP")
+	}
+	s := get(ts)
+	re, err := regexp.Compile(args[1])
+	if err != nil {
+		ts.Fatalf("diagtext: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(s.diagDir(ts), s.attempt(ts, args[0])+".diff"))
+	if err != nil {
+		s.fatal(ts, "diagnostics file of %s: %v", args[0], err)
+	}
+	if !re.Match(data) {
+		s.fatal(ts, "diagnostics file of %s is %q, want a match for %q", args[0], data, args[1])
+	}
+}
+
+func cmdDiagFiles(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: diagfiles N")
+	}
+	s := get(ts)
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("diagfiles: %v", err)
+	}
+	files, _ := filepath.Glob(filepath.Join(s.diagDir(ts), "*.diff"))
+	if len(files) != want {
+		s.fatal(ts, "diagnostics directory holds %d .diff files %v, want %d", len(files), files, want)
+	}
+}
+
+func cmdTracedTimes(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: traced-times REGEXP N")
+	}
+	s := get(ts)
+	re, err := regexp.Compile(args[0])
+	if err != nil {
+		ts.Fatalf("traced-times: %v", err)
+	}
+	want, err := strconv.Atoi(args[1])
+	if err != nil {
+		ts.Fatalf("traced-times: %v", err)
+	}
+	n := 0
+	for _, l := range s.world(ts).Lines() {
+		if re.MatchString(l) {
+			n++
+		}
+	}
+	if n != want {
+		s.fatal(ts, "%d trace lines match %q, want %d", n, args[0], want)
+	}
+}
+
+// otherStorage is the task storage of another database's runner, as its
+// own process would pass it to D's start.
+type otherStorage struct{ owner dadapter.StorageOwner }
+
+func (o otherStorage) Owner() dadapter.StorageOwner { return o.owner }
+func (o otherStorage) MetadataBaseline() string     { return "baseline-other" }
+func (o otherStorage) Base() string                 { return "base0000" }
+
+func cmdForeignAgent(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: foreign-agent NAME")
+	}
+	other := strings.Repeat("0", 32)
+	id := actionID("foreign:" + args[0])
+	if err := w.Alias(id, args[0]); err != nil {
+		ts.Fatalf("foreign-agent: %v", err)
+	}
+	owner := dadapter.StorageOwner{RunnerOwner: other, AttemptID: id, AllocationID: actionID("alloc:" + args[0])}
+	w.D.AddStorage(owner)
+	if _, err := w.D.Start(dadapter.InvocationInput{RunnerOwner: other, AttemptID: id, Phase: "execute",
+		Storage: otherStorage{owner: owner}}); err != nil {
+		ts.Fatalf("foreign-agent: %v", err)
+	}
+}
+
+func cmdPaths(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	attempts := filepath.Join(w.Dir, "runner-root", w.Owner, "attempts")
+	ts.Setenv("ATTEMPTS", attempts)
+	for _, name := range args {
+		ts.Setenv("DIR_"+name, filepath.Join(attempts, s.attempt(ts, name)))
+	}
+}
+
+func cmdNameRow(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: name-row ID NAME")
+	}
+	if err := get(ts).world(ts).Alias(args[0], args[1]); err != nil {
+		ts.Fatalf("name-row: %v", err)
+	}
+}
