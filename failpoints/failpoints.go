@@ -116,6 +116,15 @@ var Catalog = map[string]string{
 	"mutant/recovery-opens-before-removal":    "startup recovery opens admission before every recovered task storage is removed",
 	"mutant/marker-frees-slot":                "an unresolved marker frees its slot instead of holding it until restart",
 	"mutant/time-limit-no-human-gate":         "the time-limit terminal write does not move the task to needs human",
+
+	// Mutants guarding the single-runner lock and the owner token (issue 3, real processes).
+	"mutant/lock-by-path":              "the single-runner lock file is named from the database path as given, not the file's device and inode",
+	"mutant/allow-hard-links":          "the single-runner lock's step 1 accepts a database file with more than one hard link",
+	"mutant/skip-parent-check":         "the single-runner lock skips step 0's owner and mode check of the database's parent directory",
+	"mutant/follow-symlinks":           "the single-runner lock's step 1 opens and creates the database without O_NOFOLLOW",
+	"mutant/release-deletes-lock-file": "releasing the single-runner lock deletes its lock file",
+	"mutant/owner-token-unchecked":     "the Store uses a stored runner owner token that is not 32 lowercase hexadecimal characters",
+	"mutant/copy-keeps-token":          "the Store keeps the stored runner owner token although the database file's device and inode differ (a copy)",
 }
 
 // Set is one world's failpoint registry. A nil *Set has every failpoint off.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -84,16 +83,10 @@ func (c *Coordinator) endRecovery() {
 // is stopped after its identity is proven again, and awaited; a group whose
 // identity cannot be proven, or that does not settle, stops startup.
 func (c *Coordinator) stopLeftoverGroups(next func()) {
-	var rows []store.Attempt
-	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { rows, err = tx.AllAttempts(); return err }); err != nil {
+	var groups []store.Attempt
+	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { groups, err = tx.PreparationGroups(); return err }); err != nil {
 		c.recoveryFailed(err)
 		return
-	}
-	var groups []store.Attempt
-	for _, a := range rows {
-		if a.PreparationPGID != nil {
-			groups = append(groups, a)
-		}
 	}
 	var step func(i int)
 	step = func(i int) {
@@ -271,39 +264,23 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 					term.Diagnostic = joinDiag(term.Diagnostic, e.diag)
 				}
 			}
-			if err := tx.Finish(a.ID, term); err != nil {
+			if err := tx.FinishRead(a, task, present, term); err != nil {
 				return fmt.Errorf("finalizing attempt %s: %w", a.ID, err)
 			}
 			finalized = append(finalized, a.ID+" "+term.State)
 		}
 		// Step 6: every open, not human-gated task whose latest attempt was
-		// stopped by shutdown or interrupted by the crash.
-		keys := map[string]bool{}
-		for _, a := range rows {
-			keys[a.PlanKey] = true
+		// stopped by shutdown or interrupted by the crash, claimed in this
+		// same transaction.
+		keys, err := tx.RequeueCandidates(c.fp.Fire("mutant/requeue-closed-task"), c.fp.Fire("mutant/requeue-twice"))
+		if err != nil {
+			return err
 		}
-		for _, key := range sortedKeys(keys) {
-			task, err := tx.Task(key)
-			if err != nil {
+		for _, key := range keys {
+			if err := tx.ClaimRequeue(key); err != nil {
 				return err
 			}
-			gated := (words.Closed(task.Status) || words.HumanGated(task.Status)) && !c.fp.Fire("mutant/requeue-closed-task")
-			claimed := task.RequeuePending && !c.fp.Fire("mutant/requeue-twice")
-			if gated || task.CurrentAttemptID == "" || claimed {
-				continue
-			}
-			last, err := tx.Attempt(task.CurrentAttemptID)
-			if err != nil {
-				return err
-			}
-			shutdown := last.State == words.Cancelled && last.FirstReason == words.ReasonShutdown
-			interrupted := last.State == words.Failed && strings.HasPrefix(last.Diagnostic, words.Interrupted)
-			if shutdown || interrupted {
-				if err := tx.ClaimRequeue(key); err != nil {
-					return err
-				}
-				requeue = append(requeue, key)
-			}
+			requeue = append(requeue, key)
 		}
 		return nil
 	})

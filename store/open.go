@@ -131,6 +131,7 @@ type Tx struct {
 	s     *Store
 	tx    *sql.Tx
 	after []func()
+	local map[string]*sql.Stmt // statements prepared for this transaction only
 }
 
 // AfterCommit runs fn after COMMIT succeeds; it is dropped on rollback,
@@ -219,10 +220,24 @@ func (t *Tx) stmt(q string) *sql.Stmt {
 		s.unprepared[q] = true
 	}
 	s.stmtMu.Unlock()
-	if !ok {
-		return nil
+	if ok {
+		return t.tx.StmtContext(s.ctx, p)
 	}
-	return t.tx.StmtContext(s.ctx, p)
+	// Not prepared on the database yet: prepare it for this transaction,
+	// so that a long transaction (recovery finalizes thousands of rows in
+	// one) parses each statement once. It closes with the transaction.
+	if lp, ok := t.local[q]; ok {
+		return lp
+	}
+	lp, err := t.tx.PrepareContext(s.ctx, q)
+	if err != nil {
+		return nil // the caller runs q unprepared and reports its error
+	}
+	if t.local == nil {
+		t.local = map[string]*sql.Stmt{}
+	}
+	t.local[q] = lp
+	return lp
 }
 
 // prepareSeen prepares the statements the last transaction met for the

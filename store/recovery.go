@@ -1,6 +1,11 @@
 package store
 
-import "time"
+import (
+	"strings"
+	"time"
+
+	"github.com/codeboost/codeboost/words"
+)
 
 // Startup recovery's durable half: it reads what a crashed process left and
 // finalizes it in one transaction (startup recovery step 3), with the
@@ -67,3 +72,45 @@ func (t *Tx) ClearPreparationStarting(attemptID string) error {
 
 // Now is the store's clock, for recovery's deadline checks.
 func (t *Tx) Now() time.Time { return t.s.now() }
+
+// PreparationGroups lists attempts with a saved preparation group (step 2b).
+func (t *Tx) PreparationGroups() ([]Attempt, error) {
+	return t.attemptsWhere(`preparation_pgid IS NOT NULL`)
+}
+
+// RequeueCandidates is step 6's list, in one query: every task that is not
+// closed and not human-gated (unless withClosed), has no requeue claimed
+// yet (unless withClaimed), and whose latest attempt was cancelled with
+// first reason shutdown or failed "Interrupted". Sorted by plan key.
+func (t *Tx) RequeueCandidates(withClosed, withClaimed bool) ([]string, error) {
+	q := `SELECT t.plan_key FROM tasks t JOIN attempts a ON a.id = t.current_attempt_id
+		WHERE ((a.state = 'cancelled' AND a.first_reason = 'shutdown') OR (a.state = 'failed' AND a.diagnostic LIKE ? ESCAPE '\'))`
+	args := []any{likePrefix(words.Interrupted)}
+	if !withClosed {
+		q += ` AND t.status NOT IN (?, ?, ?, ?, ?, ?)`
+		args = append(args, words.StatusMerged, words.StatusCancelled, words.StatusNeedsHuman, words.StatusNeedsAmendment,
+			words.StatusNeedsApproval, words.StatusPossiblyAlreadyFixed)
+	}
+	if !withClaimed {
+		q += ` AND t.requeue_pending = 0`
+	}
+	rows, err := t.query(q+` ORDER BY t.plan_key`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func likePrefix(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+	return r.Replace(s) + "%"
+}

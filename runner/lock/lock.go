@@ -23,8 +23,10 @@
 //     lock, while hard-link aliases are refused.
 //  2. Take the OS lock on ~/.codeboost/locks/<device>-<inode>.runner-lock:
 //     PRAGMA locking_mode = EXCLUSIVE and a write transaction, busy timeout 0.
-//     SQLITE_BUSY means another runner holds it: ErrHeld. The lock database
-//     stores no owner details (nobody could read them while it is held).
+//     SQLITE_BUSY that outlasts a short retry (takeOSLock: two starters on a
+//     free lock can both see SQLITE_BUSY) means another runner holds it:
+//     ErrHeld. The lock database stores no owner details (nobody could read
+//     them while it is held).
 //  3. The caller opens the Store by path (use Lock.Path); migrations run there.
 //  4. The caller calls Lock.Verify: the path still names step 1's file.
 //
@@ -43,12 +45,14 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/words"
@@ -175,7 +179,7 @@ func Acquire(dbPath string, opt Options) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner lock: resolve the database directory: %w", err)
 	}
-	if err := checkDir(parent); err != nil {
+	if err := checkDir(parent); err != nil && !opt.Failpoints.Fire("mutant/skip-parent-check") {
 		return nil, err
 	}
 	if err := checkNetworkPath(parent); err != nil {
@@ -184,7 +188,7 @@ func Acquire(dbPath string, opt Options) (*Lock, error) {
 	canonical := filepath.Join(parent, base)
 
 	// Step 1: identify the database file by its descriptor.
-	fd, st, err := openDatabase(canonical)
+	fd, st, err := openDatabase(canonical, opt.Failpoints)
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +204,9 @@ func Acquire(dbPath string, opt Options) (*Lock, error) {
 		return fail(err)
 	}
 	l.lockPath = filepath.Join(locks, strconv.FormatUint(l.dev, 10)+"-"+strconv.FormatUint(l.ino, 10)+".runner-lock")
+	if l.fp.Fire("mutant/lock-by-path") { // deliberately wrong: named from the path as given
+		l.lockPath = filepath.Join(locks, strings.ReplaceAll(given, "/", "_")+".runner-lock")
+	}
 	if err := l.takeOSLock(); err != nil {
 		return fail(err)
 	}
@@ -241,13 +248,18 @@ func checkNetworkPath(dir string) error {
 
 // openDatabase is step 1: open (or create) the database without following a
 // symlink, and check the descriptor.
-func openDatabase(path string) (int, *syscall.Stat_t, error) {
-	const openFlags = syscall.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+func openDatabase(path string, fp *failpoints.Set) (int, *syscall.Stat_t, error) {
+	openFlags := syscall.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	noFollow := syscall.O_NOFOLLOW
+	if fp.Fire("mutant/follow-symlinks") { // deliberately wrong: a symlink at the path is followed
+		openFlags &^= syscall.O_NOFOLLOW
+		noFollow = 0
+	}
 	fd, err := syscall.Open(path, openFlags, 0)
 	if errors.Is(err, syscall.ENOENT) {
 		beforeCreate(path)
 		// An empty file is a valid new SQLite database.
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_EXCL|noFollow|syscall.O_CLOEXEC, 0o600)
 		if errors.Is(err, syscall.EEXIST) {
 			// Another starter won the race (or something else appeared,
 			// such as a symlink): open what is there, as above.
@@ -265,7 +277,7 @@ func openDatabase(path string) (int, *syscall.Stat_t, error) {
 		syscall.Close(fd)
 		return -1, nil, fmt.Errorf("runner lock: fstat %s: %w", path, err)
 	}
-	if err := checkFile(path, &st); err != nil {
+	if err := checkFile(path, &st, fp.Fire("mutant/allow-hard-links")); err != nil {
 		syscall.Close(fd)
 		return -1, nil, err
 	}
@@ -282,13 +294,15 @@ func openDatabase(path string) (int, *syscall.Stat_t, error) {
 	return fd, &st, nil
 }
 
-func checkFile(path string, st *syscall.Stat_t) error {
+// checkFile refuses a symlink, anything not a regular file and (unless the
+// mutant allowLinks is on) a file with more than one link.
+func checkFile(path string, st *syscall.Stat_t, allowLinks bool) error {
 	switch {
 	case st.Mode&syscall.S_IFMT == syscall.S_IFLNK:
 		return fmt.Errorf("runner lock: %s: %w", path, ErrSymlink)
 	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
 		return fmt.Errorf("runner lock: %s: %w", path, ErrNotRegular)
-	case st.Nlink > 1:
+	case st.Nlink > 1 && !allowLinks:
 		return fmt.Errorf("runner lock: %s has %d links: %w", path, st.Nlink, ErrHardLinked)
 	}
 	return nil
@@ -329,10 +343,33 @@ func lockDir(home string) (string, error) {
 	return resolved, nil
 }
 
-// takeOSLock opens the lock file as a dedicated SQLite database in exclusive
+// heldRetry bounds how long takeOSLock retries SQLITE_BUSY before it
+// reports ErrHeld.
+const heldRetry = 150 * time.Millisecond
+
+// takeOSLock takes the OS lock (tryOSLock), retrying SQLITE_BUSY for a short,
+// jittered while. Two starters that meet on a free lock can both get
+// SQLITE_BUSY: each takes SQLite's SHARED lock on the way to EXCLUSIVE, and
+// with busy timeout 0 neither waits for the other's SHARED lock to go. Both
+// would exit with nobody holding the lock (R089: exactly one must win). A
+// contender lets go within moments, on success or failure, so a retry on a
+// fresh connection wins; a live runner's lock never goes, so ErrHeld is only
+// delayed by heldRetry.
+func (l *Lock) takeOSLock() error {
+	deadline := time.Now().Add(heldRetry)
+	for {
+		err := l.tryOSLock()
+		if err != ErrHeld || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(time.Millisecond + rand.N(9*time.Millisecond))
+	}
+}
+
+// tryOSLock opens the lock file as a dedicated SQLite database in exclusive
 // locking mode and takes SQLite's exclusive lock with a write transaction.
 // locking_mode EXCLUSIVE keeps it after COMMIT, until the connection closes.
-func (l *Lock) takeOSLock() error {
+func (l *Lock) tryOSLock() error {
 	dsn := l.lockPath + "?_pragma=busy_timeout(0)&_pragma=locking_mode(EXCLUSIVE)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -440,6 +477,9 @@ func (l *Lock) Release() error {
 	}
 	errs = append(errs, syscall.Close(l.fd))
 	l.fd = -1
+	if l.fp.Fire("mutant/release-deletes-lock-file") { // deliberately wrong: lock files are never deleted
+		os.Remove(l.lockPath)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("runner lock: release: %w", err)
 	}

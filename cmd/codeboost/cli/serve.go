@@ -53,7 +53,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer l.Release() // step 8, after the Store is closed (deferred later, runs first)
-	st, err := store.Open(l.Path(), store.Options{Now: time.Now, IDs: ids.Random{}})
+	st, err := store.Open(l.Path(), store.Options{Now: time.Now, IDs: ids.Random{}, Failpoints: Failpoints})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -72,6 +72,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	fmt.Fprintf(stdout, "codeboost: runner owner %s\n", token)
 	if *root == "" {
 		*root = filepath.Join(filepath.Dir(l.Path()), "codeboost-runner")
 	}
