@@ -117,6 +117,16 @@ var Catalog = map[string]string{
 	"mutant/marker-frees-slot":                "an unresolved marker frees its slot instead of holding it until restart",
 	"mutant/time-limit-no-human-gate":         "the time-limit terminal write does not move the task to needs human",
 
+	// Mutants guarding merge attempts, reconciliation and the rebase marker (issue 3, item 9).
+	"mutant/merge-outcome-without-close":  "a confirmed merged outcome records the merge attempt merged but leaves the task's status and task-closed event to reconciliation",
+	"mutant/no-merge-reconciliation":      "startup recovery skips step 5: a confirmed merged task missing its status or task-closed event stays so",
+	"mutant/reconcile-fresh-key":          "the merged task-closed event is keyed by a fresh ID, not the merge attempt's, and reconciliation repeats for every merged task",
+	"mutant/cancel-during-merge":          "cancel task is not refused while a merge attempt is submitting or queued",
+	"mutant/rebase-not-aborted":           "startup recovery's step 4 does not abort recorded rebases: tasks.rebase_in_progress stays set",
+	"mutant/requeue-during-rebase":        "startup recovery's requeue list does not skip a task whose rebase marker is still set",
+	"mutant/migrate-merged-without-event": "the v5 → v6 migration backfills a merged task's status without its task-closed event",
+	"mutant/rebase-abort-no-cas":          "aborting a rebase clears tasks.rebase_in_progress whatever attempt it names (no compare-and-swap on attemptId)",
+
 	// Mutants guarding the single-runner lock and the owner token (issue 3, real processes).
 	"mutant/lock-by-path":              "the single-runner lock file is named from the database path as given, not the file's device and inode",
 	"mutant/allow-hard-links":          "the single-runner lock's step 1 accepts a database file with more than one hard link",
@@ -133,6 +143,7 @@ type Set struct {
 	fps   failpoint.Failpoints
 	on    map[string]bool
 	hooks map[string]func()
+	each  map[string]func()
 }
 
 // New returns an empty Set.
@@ -239,7 +250,8 @@ func (s *Set) SetHook(name string, fn func()) error {
 	return nil
 }
 
-// Hook runs the callback registered for name, once, and removes it.
+// Hook runs the callback registered for name, once, and removes it; then
+// the persistent callbacks registered with OnEach.
 func (s *Set) Hook(name string) {
 	if s == nil {
 		return
@@ -247,8 +259,27 @@ func (s *Set) Hook(name string) {
 	s.mu.Lock()
 	fn := s.hooks[name]
 	delete(s.hooks, name)
+	each := s.each[name]
 	s.mu.Unlock()
 	if fn != nil {
 		fn()
 	}
+	if each != nil {
+		each()
+	}
+}
+
+// OnEach registers fn to run every time code reaches the named point (the
+// crash-point sweep counts Store writes with it).
+func (s *Set) OnEach(name string, fn func()) error {
+	if _, ok := Catalog[name]; !ok {
+		return fmt.Errorf("unknown failpoint %q (see failpoints.Catalog)", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.each == nil {
+		s.each = map[string]func(){}
+	}
+	s.each[name] = fn
+	return nil
 }

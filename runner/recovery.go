@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -34,6 +35,8 @@ type RecoveryReport struct {
 	LegacyCommands     []string // the exact docker commands a person runs
 	UnownedPreparation []string // "<attemptId> <dir>": waits for --release-preparation
 	UnsafeAttempts     []string // stored attempt IDs not safe in a path or label: refused and reported, never used
+	Reconciled         []string // step 5: merged tasks whose status or task-closed event was repaired
+	AbortedRebases     []string // step 4: "<planKey> <attemptId>" of each rebase marker cleared
 	Err                error    // recovery stopped: exit with this
 }
 
@@ -235,9 +238,9 @@ func boundID(s string) string {
 // finalize is step 3's finalization transaction, with step 6's requeue
 // claim in it, then steps 4 to 8.
 func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attempt, matched []recoveredStorage, exports map[string]exportResult) {
-	var finalized, requeue []string
+	var finalized, requeue, reconciled []string
 	err := c.write(func(tx *store.Tx) error {
-		finalized, requeue = nil, nil
+		finalized, requeue, reconciled = nil, nil, nil
 		active, err := tx.ActiveAttempts()
 		if err != nil {
 			return err
@@ -269,9 +272,18 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 			}
 			finalized = append(finalized, a.ID+" "+term.State)
 		}
+		// Step 5 (feedback-event rule 2), in this same transaction: every
+		// confirmed merged merge attempt whose task lacks its merged status
+		// or task-closed event is repaired, once.
+		if !c.fp.Fire("mutant/no-merge-reconciliation") {
+			if reconciled, err = tx.ReconcileMerged(); err != nil {
+				return err
+			}
+		}
 		// Step 6: every open, not human-gated task whose latest attempt was
 		// stopped by shutdown or interrupted by the crash, claimed in this
-		// same transaction.
+		// same transaction. A task with a recorded rebase is listed only
+		// after step 4 aborted it (abortRebases).
 		keys, err := tx.RequeueCandidates(c.fp.Fire("mutant/requeue-closed-task"), c.fp.Fire("mutant/requeue-twice"))
 		if err != nil {
 			return err
@@ -296,10 +308,18 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 	for _, f := range finalized {
 		c.trace("recovery: finalized %s", f)
 	}
+	for _, k := range reconciled {
+		c.trace("recovery: merged task %s closed by reconciliation", k)
+	}
 	for _, k := range requeue {
 		c.trace("recovery: requeue %s", k)
 	}
 	c.recoveryReport.Finalized, c.recoveryReport.Requeue = finalized, requeue
+	c.recoveryReport.Reconciled = reconciled
+	if err := c.abortRebases(); err != nil {
+		c.recoveryFailed(err)
+		return
+	}
 	if len(exports) > 0 {
 		c.retention()
 	}
@@ -307,6 +327,61 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 		c.open = true
 	}
 	c.removeRecoveredStorage(matched, func() { c.recoverAttemptDirs(byID) })
+}
+
+// abortRebases is step 4's "Abort every recorded interrupted rebase (F3)":
+// each tasks.rebase_in_progress is cleared by compare-and-swap on its
+// attemptId, and in that same transaction a task that step 6 would list is
+// only now claimed for I3. No rebase runs yet (F3), so there is no Git
+// process to abort; only the marker is settled. A marker that cannot be
+// cleared stops startup.
+func (c *Coordinator) abortRebases() error {
+	var aborted, requeue []string
+	err := c.write(func(tx *store.Tx) error {
+		aborted, requeue = nil, nil
+		markers, err := tx.RebasesInProgress()
+		if err != nil || c.fp.Fire("mutant/rebase-not-aborted") {
+			return err
+		}
+		for _, m := range markers {
+			ok, err := tx.AbortRebase(m.PlanKey, m.AttemptID)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("the rebase marker of %s names no attempt and cannot be cleared by compare-and-swap", m.PlanKey)
+			}
+			aborted = append(aborted, m.PlanKey+" "+m.AttemptID)
+		}
+		if len(aborted) == 0 {
+			return nil
+		}
+		keys, err := tx.RequeueCandidates(c.fp.Fire("mutant/requeue-closed-task"), false)
+		if err != nil {
+			return err
+		}
+		for _, key := range keys {
+			if err := tx.ClaimRequeue(key); err != nil {
+				return err
+			}
+			requeue = append(requeue, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("aborting interrupted rebases: %w", err)
+	}
+	for _, a := range aborted {
+		f := strings.Fields(a)
+		c.trace("recovery: rebase of %s aborted for %s; marker cleared", f[1], f[0])
+	}
+	for _, k := range requeue {
+		c.trace("recovery: requeue %s", k)
+	}
+	c.recoveryReport.AbortedRebases = aborted
+	c.recoveryReport.Requeue = append(c.recoveryReport.Requeue, requeue...)
+	sort.Strings(c.recoveryReport.Requeue)
+	return nil
 }
 
 func joinDiag(a, b string) string {

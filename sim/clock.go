@@ -78,14 +78,37 @@ func (c *Clock) Advance(d time.Duration) {
 type Loop struct {
 	queue    []func()
 	draining bool
+
+	// The crash-point sweep: the process dies right before event number
+	// CrashAt (1-based; 0: never), or when an event panics with Crash.
+	CrashAt int
+	events  int
+	crashed bool
 }
 
-func (l *Loop) Post(fn func()) { l.queue = append(l.queue, fn) }
+// Crash is the panic value that kills the simulated process mid-event (a
+// Store write that never commits).
+type Crash struct{}
+
+// Crashed reports whether the process died; nothing runs after that.
+func (l *Loop) Crashed() bool { return l.crashed }
+
+// Events counts the events run so far.
+func (l *Loop) Events() int { return l.events }
+
+func (l *Loop) Post(fn func()) {
+	if !l.crashed {
+		l.queue = append(l.queue, fn)
+	}
+}
 
 // Call runs fn after everything already queued, then drains. Called from
 // inside an event (a scenario hook between two statements), it runs fn at
 // once: that is the interleaving the hook exists to express.
 func (l *Loop) Call(fn func()) {
+	if l.crashed {
+		return
+	}
 	if l.draining {
 		fn()
 		return
@@ -97,6 +120,9 @@ func (l *Loop) Call(fn func()) {
 // Go runs work at once and posts then: the script, not the scheduler,
 // decides the order.
 func (l *Loop) Go(work func(), then func()) {
+	if l.crashed {
+		return
+	}
 	work()
 	l.Post(then)
 }
@@ -108,9 +134,37 @@ func (l *Loop) Drain() {
 	}
 	l.draining = true
 	defer func() { l.draining = false }()
-	for len(l.queue) > 0 {
+	for len(l.queue) > 0 && !l.crashed {
 		fn := l.queue[0]
 		l.queue = l.queue[1:]
-		fn()
+		l.events++
+		if l.events == l.CrashAt {
+			l.die()
+			return
+		}
+		l.run(fn)
 	}
+}
+
+// run runs one event; a Crash panic kills the process there.
+func (l *Loop) run(fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(Crash); !ok {
+				panic(r)
+			}
+			l.die()
+		}
+	}()
+	fn()
+}
+
+func (l *Loop) die() {
+	l.crashed = true
+	l.queue = nil
+}
+
+// Revive is the new process's loop: the same FIFO, empty, counting anew.
+func (l *Loop) Revive() {
+	l.crashed, l.queue, l.events, l.CrashAt = false, nil, 0, 0
 }

@@ -117,7 +117,7 @@ func (w *World) boot() error {
 // outlives it here too: D's containers, task storage and labels.
 func (w *World) Crash() {
 	w.Trace("crash: the runner process is killed")
-	w.Loop.queue = nil
+	w.Loop.die()
 	w.Clock.timers = nil
 	w.D.ProcessDied()
 	w.Store.Close()
@@ -128,6 +128,7 @@ func (w *World) Crash() {
 // startup recovery; admission opens only if recovery completes.
 func (w *World) Restart() error {
 	w.Trace("restart: a new runner process starts")
+	w.Loop.Revive()
 	if err := w.boot(); err != nil {
 		w.Trace("restart failed: " + err.Error())
 		return err

@@ -86,6 +86,16 @@ var contextEffects = map[string]contextEffect{
 	"Tx.SetStorageBaseline":       doesNotChangeContext,
 	"Tx.SetTaskStatus":            doesNotChangeContext,
 
+	// *store.Tx: merge attempts and the rebase marker (issue 3, item 9).
+	"Tx.BeginMergeAttempt":   doesNotChangeContext,
+	"Tx.SetMergeState":       doesNotChangeContext,
+	"Tx.FinishMergeMerged":   doesNotChangeContext,
+	"Tx.ReconcileMerged":     doesNotChangeContext,
+	"Tx.MergeAttempt":        doesNotChangeContext,
+	"Tx.SetRebaseInProgress": doesNotChangeContext, // the marker only; a rebase's new head goes through RecordHistory
+	"Tx.AbortRebase":         doesNotChangeContext,
+	"Tx.RebasesInProgress":   doesNotChangeContext,
+
 	// *store.Tx: review actions that leave the plan revision alone.
 	"Tx.ChangeNote":         doesNotChangeContext,
 	"Tx.AssignSegment":      doesNotChangeContext, // a review choice, not tasks.assignment_id

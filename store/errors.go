@@ -31,6 +31,7 @@ const (
 	CodeNotFound          = "not-found"
 	CodeTaskClosed        = "task-closed"
 	CodeCancelPending     = "cancel-pending"
+	CodeMergeActive       = "merge-active"
 	CodeTaskNotRunning    = "task-not-running"
 	CodeKindNotAllowed    = "kind-not-allowed"
 )

@@ -89,6 +89,8 @@ func (s *Store) migrate() error {
 			return err
 		}
 		return tx.Commit()
+	case v == 5:
+		return s.migrateV5() // the review screen's database
 	default:
 		return fmt.Errorf("store: database schema version %d is not supported by this build (wants %d)", v, schemaVersion)
 	}

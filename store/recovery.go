@@ -26,8 +26,9 @@ func (t *Tx) StartingPreparations() ([]Attempt, error) {
 	return t.attemptsWhere(`preparation_started_at IS NOT NULL AND preparation_pgid IS NULL`)
 }
 
-func (t *Tx) attemptsWhere(cond string) ([]Attempt, error) {
-	rows, err := t.query(`SELECT ` + attemptCols + ` FROM attempts WHERE ` + cond + ` ORDER BY created_at, rowid`)
+// attemptsWhere lists the attempts matching cond, oldest first.
+func (t *Tx) attemptsWhere(cond string, args ...any) ([]Attempt, error) {
+	rows, err := t.query(`SELECT `+attemptCols+` FROM attempts WHERE `+cond+` ORDER BY created_at, rowid`, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +94,11 @@ func (t *Tx) RequeueCandidates(withClosed, withClaimed bool) ([]string, error) {
 	}
 	if !withClaimed {
 		q += ` AND t.requeue_pending = 0`
+	}
+	if !t.s.fp.Fire("mutant/requeue-during-rebase") {
+		// A recorded rebase is aborted first (step 4); only then is the
+		// task listed for I3.
+		q += ` AND t.rebase_in_progress IS NULL`
 	}
 	rows, err := t.query(q+` ORDER BY t.plan_key`, args...)
 	if err != nil {

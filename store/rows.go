@@ -187,20 +187,7 @@ func (t *Tx) Attempt(id string) (Attempt, error) {
 
 // Attempts lists a task's attempts, oldest first.
 func (t *Tx) Attempts(planKey string) ([]Attempt, error) {
-	rows, err := t.query(`SELECT `+attemptCols+` FROM attempts WHERE plan_key = ? ORDER BY created_at, rowid`, planKey)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Attempt
-	for rows.Next() {
-		a, err := scanAttempt(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return t.attemptsWhere(`plan_key = ?`, planKey)
 }
 
 // PresentContext reads the task's present context: plan revision and

@@ -131,6 +131,14 @@ CREATE TRIGGER feedback_events_append_only_update BEFORE UPDATE ON feedback_even
 BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
 CREATE TRIGGER feedback_events_append_only_delete BEFORE DELETE ON feedback_events
 BEGIN SELECT RAISE(ABORT, 'feedback events are append-only'); END;
+CREATE TABLE merge_attempts (
+	id         TEXT PRIMARY KEY,
+	plan_key   TEXT NOT NULL REFERENCES tasks(plan_key),
+	state      TEXT NOT NULL CHECK (state IN ('submitting','queued','merged','removed','failed')),
+	created_at INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE INDEX merge_attempts_by_task ON merge_attempts(plan_key, created_at);
 CREATE TABLE app_settings (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL

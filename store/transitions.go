@@ -236,11 +236,7 @@ func (t *Tx) Finish(attemptID string, term Terminal) error {
 	if err != nil {
 		return err
 	}
-	task, err := t.Task(a.PlanKey)
-	if err != nil {
-		return err
-	}
-	present, err := t.PresentContext(a.PlanKey)
+	_, task, present, err := t.guardFor(a, term.State, term.FirstReason)
 	if err != nil {
 		return err
 	}

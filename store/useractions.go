@@ -157,6 +157,13 @@ func (t *Tx) CancelTask(planKey, actionID string, recordReason bool) (outcome, a
 	if task.CancelRequested != "" {
 		return "", "", refuse(CodeCancelPending, "cancel task is already pending")
 	}
+	// A submitting or queued merge (its outcome perhaps unclear) may still
+	// merge on GitHub, and a closed task can never change to merged.
+	if merge, err := t.activeMerge(planKey); err != nil {
+		return "", "", err
+	} else if merge != "" && !t.s.fp.Fire("mutant/cancel-during-merge") {
+		return "", "", refuse(CodeMergeActive, "cancel task is refused while merge attempt %s is submitting or queued", merge)
+	}
 	active, err := t.activeAttempt(planKey)
 	if err != nil {
 		return "", "", err

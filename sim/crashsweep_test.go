@@ -1,0 +1,406 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/failpoints"
+	"github.com/codeboost/codeboost/runner"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// The crash-point sweep (issue 3): a workload of several attempts —
+// read-only and writable, a stop, a time limit, a retry, a cancel task — is
+// crashed at every event boundary and at every Store commit in turn,
+// restarted, and checked once recovery ends: no attempt pending or running;
+// no slot, task storage or attempt directory left behind except what
+// recovery reports; every diagnostic_ref names an existing file; no
+// task-closed event missing or doubled; requeues exactly as step 6 says.
+
+type sweepWorld struct {
+	*World
+	keys map[string]string // task name → plan key
+	ids  map[string]string // attempt name → ID
+}
+
+// sweepMutant, when set, is switched on in every sweep world (the bite test).
+var sweepMutant string
+
+func newSweepWorld(t reporter) *sweepWorld {
+	fp := failpoints.New()
+	if sweepMutant != "" {
+		fp.Enable(sweepMutant, "return")
+	}
+	w, err := NewWorld(t.TempDir(), Config{Seed: 11, Slots: 8, Budget: time.Hour, AttemptTimeout: 20 * time.Minute}, fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return &sweepWorld{World: w, keys: map[string]string{}, ids: map[string]string{}}
+}
+
+// step is one move of the workload; it reports false when the process died.
+type step func(w *sweepWorld) bool
+
+func (w *sweepWorld) alive() bool { return !w.Loop.Crashed() }
+
+func newTask(name string) step {
+	return func(w *sweepWorld) bool {
+		id := store.Identity{RepositoryID: "r", TaskID: name, PlanID: "p"}
+		err := w.Store.Update(func(tx *store.Tx) error {
+			return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one"}})
+		})
+		if err == nil {
+			w.keys[name] = id.Key()
+		}
+		return err == nil
+	}
+}
+
+func admit(task, kind, name string) step {
+	return func(w *sweepWorld) bool {
+		key := w.keys[task]
+		t, _ := w.Store.Task(key)
+		id, _ := w.Runner.Admit(runner.AdmitRequest{PlanKey: key, Kind: kind, ExpectedStateVersion: t.StateVersion})
+		if id != "" {
+			w.ids[name] = id
+			w.Alias(id, name)
+		}
+		return w.alive()
+	}
+}
+
+func settle(name string, exit int, output string) step {
+	return func(w *sweepWorld) bool {
+		if h := w.D.Handle(w.ids[name]); h != nil && h.settled == nil {
+			h.Settle(dadapter.Settlement{ExitCode: exit, Output: []byte(output)})
+			w.Loop.Drain()
+		}
+		return w.alive()
+	}
+}
+
+func cancelAttempt(name string) step {
+	return func(w *sweepWorld) bool {
+		a, err := w.Store.Attempt(w.ids[name])
+		if err == nil {
+			t, _ := w.Store.Task(a.PlanKey)
+			w.Runner.CancelAttempt(runner.ActionRequest{PlanKey: a.PlanKey, AttemptID: a.ID, ExpectedStateVersion: t.StateVersion,
+				ActionID: w.IDs.UUID()})
+		}
+		return w.alive()
+	}
+}
+
+func cancelTask(task string) step {
+	return func(w *sweepWorld) bool {
+		key := w.keys[task]
+		t, _ := w.Store.Task(key)
+		w.Runner.CancelTask(runner.ActionRequest{PlanKey: key, ExpectedStateVersion: t.StateVersion, ActionID: w.IDs.UUID()})
+		return w.alive()
+	}
+}
+
+func retry(name, as string) step {
+	return func(w *sweepWorld) bool {
+		a, err := w.Store.Attempt(w.ids[name])
+		if err == nil {
+			t, _ := w.Store.Task(a.PlanKey)
+			if r, err := w.Runner.Retry(runner.ActionRequest{PlanKey: a.PlanKey, AttemptID: a.ID, ExpectedStateVersion: t.StateVersion,
+				ActionID: w.IDs.UUID()}); err == nil && r.AttemptID != "" {
+				w.ids[as] = r.AttemptID
+				w.Alias(r.AttemptID, as)
+			}
+		}
+		return w.alive()
+	}
+}
+
+func advance(d time.Duration) step {
+	return func(w *sweepWorld) bool {
+		w.Clock.Advance(d)
+		w.Loop.Drain()
+		return w.alive()
+	}
+}
+
+func sweepWorkload() []step {
+	return []step{
+		newTask("T1"), newTask("T2"), newTask("T3"), newTask("T4"), newTask("T5"),
+		admit("T1", words.KindReview, "A"),   // read-only, completes
+		admit("T2", words.KindExecute, "B"),  // writable, stopped: export, storage
+		admit("T3", words.KindReview, "C"),   // runs into the task budget
+		admit("T4", words.KindQuestion, "D"), // fails, then is retried
+		admit("T5", words.KindExecute, "E"),  // cancel task while it runs
+		settle("A", 0, `{"ok":true}`),
+		cancelAttempt("B"),
+		settle("D", 1, "provider error"),
+		retry("D", "D2"),
+		cancelTask("T5"),
+		settle("B", 137, "killed"),
+		settle("E", 0, `{"ok":true}`),
+		advance(61 * time.Minute), // T3's budget: time-limit
+		settle("C", 137, "killed"),
+		settle("D2", 0, `{"ok":true}`),
+	}
+}
+
+// runUntilCrash runs the workload; it returns false if the process died.
+func (w *sweepWorld) runUntilCrash() bool {
+	for _, s := range sweepWorkload() {
+		if !w.runStep(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// runStep runs one step; a Crash panic outside any event (a write made by
+// the server side, such as creating a task) kills the process too.
+func (w *sweepWorld) runStep(s step) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, crash := r.(Crash); !crash {
+				panic(r)
+			}
+			w.Loop.die()
+			ok = false
+		}
+	}()
+	return s(w)
+}
+
+// check verifies the invariants after recovery.
+func (w *sweepWorld) check(t reporter, label string) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Errorf("%s: %s\ntrace:\n  %s", label, fmt.Sprintf(format, args...), strings.Join(w.Lines(), "\n  "))
+	}
+	r := w.Runner.Recovery()
+	if r.Err != nil {
+		fail("recovery failed: %v", r.Err)
+		return
+	}
+	if !r.Opened() {
+		fail("admission did not open: %+v", r)
+	}
+	if n := w.Runner.SlotsUsed(); n != 0 {
+		fail("%d slots held after recovery", n)
+	}
+	var all []store.Attempt
+	w.Store.View(func(tx *store.Tx) (err error) { all, err = tx.AllAttempts(); return err })
+	unmatched := map[string]bool{}
+	for _, u := range r.UnmatchedStorage {
+		unmatched[u] = true
+	}
+	for _, a := range all {
+		if a.State == words.Pending || a.State == words.Running {
+			fail("attempt %s is still %s", w.Name(a.ID), a.State)
+		}
+		if w.D.StoragePresent(a.ID) && !unmatched[a.ID] {
+			fail("task storage of %s is left behind", w.Name(a.ID))
+		}
+		// A writable attempt that did not complete had its partial output
+		// exported (or the export's failure recorded) before its storage
+		// went: the task-storage holder order.
+		if words.Writable(a.Kind) && a.State != words.Completed && a.MetadataBaseline != "" &&
+			a.DiagnosticRef == "" && !strings.Contains(a.Diagnostic, words.PartialExportFailed) {
+			fail("writable attempt %s ended %s with neither its partial output nor an export failure", w.Name(a.ID), a.State)
+		}
+		if a.DiagnosticRef != "" {
+			p := filepath.Join(w.Dir, "runner-root", w.Owner, "diagnostics", a.DiagnosticRef)
+			if _, err := os.Stat(p); err != nil {
+				fail("attempt %s points at missing file %s", w.Name(a.ID), a.DiagnosticRef)
+			}
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Join(w.Dir, "runner-root", w.Owner, "attempts")); err == nil && len(entries) > len(r.UnknownEntries) {
+		fail("%d attempt directories left behind (%d reported)", len(entries), len(r.UnknownEntries))
+	}
+	requeued := map[string]bool{}
+	for _, k := range r.Requeue {
+		requeued[k] = true
+	}
+	for name, key := range w.keys {
+		task, err := w.Store.Task(key)
+		if err != nil {
+			fail("%v", err)
+			continue
+		}
+		var closedEvents int
+		w.Store.View(func(tx *store.Tx) (err error) {
+			closedEvents, err = tx.EventCount(key, words.EventTaskClosed)
+			return err
+		})
+		if want := map[bool]int{true: 1, false: 0}[task.Status == words.StatusCancelled]; closedEvents != want {
+			fail("task %s is %s with %d task-closed events", name, task.Status, closedEvents)
+		}
+		if task.CancelRequested != "" {
+			fail("task %s still has a pending cancel", name)
+		}
+		want := false
+		if task.CurrentAttemptID != "" && !words.Closed(task.Status) && !words.HumanGated(task.Status) {
+			last, _ := w.Store.Attempt(task.CurrentAttemptID)
+			want = (last.State == words.Cancelled && last.FirstReason == words.ReasonShutdown) ||
+				(last.State == words.Failed && strings.HasPrefix(last.Diagnostic, words.Interrupted))
+		}
+		if task.RequeuePending != want {
+			fail("task %s requeue_pending=%v, want %v", name, task.RequeuePending, want)
+		}
+	}
+}
+
+// TestCrashPointSweep crashes the workload at every event boundary and at
+// every Store commit, restarts, and checks the invariants.
+func TestCrashPointSweep(t *testing.T) { sweep(t) }
+
+// reporter is the part of testing.T the sweep uses, so that the bite test
+// can run it and count failures instead of failing.
+type reporter interface {
+	testing.TB
+}
+
+// recorder counts the sweep's errors without failing the enclosing test.
+type recorder struct {
+	testing.TB
+	errors int
+}
+
+type fatal struct{}
+
+func (r *recorder) Helper()                           {}
+func (r *recorder) Errorf(format string, args ...any) { r.errors++ }
+func (r *recorder) Fatalf(format string, args ...any) { r.errors++; panic(fatal{}) }
+func (r *recorder) Logf(format string, args ...any)   {}
+
+// TestCrashPointSweepBites shows the sweep's invariants notice broken
+// recovery and holder order: under each mutant some crash point fails.
+func TestCrashPointSweepBites(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("runs the sweep once per mutant")
+	}
+	for _, m := range []string{"mutant/cancel-task-not-closed", "mutant/recovery-remove-first"} {
+		sweepMutant = m
+		r := &recorder{TB: t}
+		func() {
+			defer func() {
+				if v := recover(); v != nil {
+					if _, ok := v.(fatal); !ok {
+						panic(v)
+					}
+				}
+			}()
+			sweep(r)
+		}()
+		sweepMutant = ""
+		if r.errors == 0 {
+			t.Errorf("the sweep passes with %s on", m)
+		}
+	}
+}
+
+func sweep(t reporter) {
+	// A dry run counts the event boundaries and the commits.
+	dry := newSweepWorld(t)
+	commits := 0
+	dry.FP.OnEach("store/before-commit", func() { commits++ })
+	if !dry.runUntilCrash() {
+		t.Fatal("the workload crashed without a crash point")
+	}
+	events := dry.Loop.Events()
+	stride := 1
+	if raceEnabled {
+		stride = 4 // the race detector makes each run slow; sample every fourth point
+	}
+	points := 0
+	for k := 1; k <= events; k += stride {
+		w := newSweepWorld(t)
+		w.Loop.CrashAt = k
+		w.runUntilCrash()
+		w.Crash()
+		if err := w.Restart(); err != nil {
+			t.Fatalf("event %d: restart: %v", k, err)
+		}
+		w.check(t, fmt.Sprintf("crash before event %d", k))
+		points++
+	}
+	for k := 1; k <= commits; k += stride {
+		w := newSweepWorld(t)
+		n := 0
+		w.FP.OnEach("store/before-commit", func() {
+			if n++; n == k {
+				panic(Crash{}) // the process dies with this transaction uncommitted
+			}
+		})
+		crashed := !w.runUntilCrash()
+		w.FP.OnEach("store/before-commit", func() {})
+		w.Crash()
+		if err := w.Restart(); err != nil {
+			t.Fatalf("commit %d: restart: %v", k, err)
+		}
+		w.check(t, fmt.Sprintf("crash inside commit %d (crashed=%v)", k, crashed))
+		points++
+	}
+	// Crashes inside startup recovery itself: the workload dies halfway,
+	// the first restart dies at each of recovery's event boundaries and
+	// commits, and a second restart must still end clean.
+	half := events / 2
+	probe := newSweepWorld(t)
+	probe.Loop.CrashAt = half
+	probe.runUntilCrash()
+	probe.Crash()
+	recCommits := 0
+	probe.FP.OnEach("store/before-commit", func() { recCommits++ })
+	if err := probe.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	recEvents := probe.Loop.Events()
+	recoveryPoints := 0
+	for j := 1; j <= recEvents+recCommits; j++ {
+		w := newSweepWorld(t)
+		w.Loop.CrashAt = half
+		w.runUntilCrash()
+		w.Crash()
+		w.Loop.Revive()
+		if j <= recEvents {
+			w.Loop.CrashAt = j
+		} else {
+			n := 0
+			w.FP.OnEach("store/before-commit", func() {
+				if n++; n == j-recEvents {
+					panic(Crash{})
+				}
+			})
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					if _, ok := r.(Crash); !ok {
+						panic(r)
+					}
+					w.Loop.die()
+				}
+			}()
+			if err := w.boot(); err != nil {
+				t.Fatal(err)
+			}
+			w.Runner.Recover()
+			w.Loop.Drain()
+		}()
+		w.FP.OnEach("store/before-commit", func() {})
+		w.Crash()
+		if err := w.Restart(); err != nil {
+			t.Fatalf("recovery crash point %d: restart: %v", j, err)
+		}
+		w.check(t, fmt.Sprintf("crash inside recovery at point %d", j))
+		recoveryPoints++
+	}
+	t.Logf("crash points covered: %d in the workload (%d event boundaries, %d commits, stride %d) and %d inside recovery",
+		points, events, commits, stride, recoveryPoints)
+}

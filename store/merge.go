@@ -1,0 +1,285 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/words"
+)
+
+// Merge attempts: the durable rows of feedback-event rule 2 ("External
+// actions"). A GitHub merge cannot share a SQLite transaction, so only a
+// confirmed merged outcome closes the task: one transaction sets the attempt
+// merged, the task merged, and inserts task-closed keyed by the merge
+// attempt's ID. Nothing is written for a submitted, queued or ambiguous
+// merge. Startup recovery's step 5 (ReconcileMerged) repairs a task whose
+// confirmed merge lacks its status or event. The merge coordinator and
+// GitHub come later; these are only the rows they will write.
+
+// Merge attempt states.
+const (
+	MergeSubmitting = "submitting"
+	MergeQueued     = "queued"
+	MergeMerged     = "merged"
+	MergeRemoved    = "removed"
+	MergeFailed     = "failed"
+)
+
+// MergeAttempt is a merge_attempts row.
+type MergeAttempt struct {
+	ID      string
+	PlanKey string
+	State   string
+}
+
+// BeginMergeAttempt records a merge as submitting (before the request goes
+// to GitHub). A closed task cannot merge; one merge at a time per task.
+func (t *Tx) BeginMergeAttempt(planKey, id string) error {
+	if err := ids.CheckUUID("merge attempt ID", id); err != nil {
+		return refuse(CodeBadInput, "%s", err.Error())
+	}
+	task, err := t.Task(planKey)
+	if err != nil {
+		return err
+	}
+	if words.Closed(task.Status) {
+		return refuse(CodeTaskClosed, "task is %s and never changes again", task.Status)
+	}
+	if active, err := t.activeMerge(planKey); err != nil {
+		return err
+	} else if active != "" {
+		return refuse(CodeMergeActive, "merge attempt %s is still %s", active, MergeSubmitting+" or "+MergeQueued)
+	}
+	now := t.nowMS()
+	if _, err := t.exec(`INSERT INTO merge_attempts (id, plan_key, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+		id, planKey, MergeSubmitting, now, now); err != nil {
+		return err
+	}
+	return t.bump(planKey)
+}
+
+// MergeAttempt reads one merge attempt.
+func (t *Tx) MergeAttempt(id string) (MergeAttempt, error) {
+	var m MergeAttempt
+	err := t.queryRow(`SELECT id, plan_key, state FROM merge_attempts WHERE id = ?`, id).Scan(&m.ID, &m.PlanKey, &m.State)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, refuse(CodeNotFound, "no merge attempt %s", id)
+	}
+	return m, err
+}
+
+// activeMerge returns the task's submitting or queued merge attempt, or "".
+func (t *Tx) activeMerge(planKey string) (string, error) {
+	var id string
+	err := t.queryRow(`SELECT id FROM merge_attempts WHERE plan_key = ? AND state IN ('submitting','queued') ORDER BY created_at, rowid LIMIT 1`, planKey).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}
+
+// SetMergeState records a merge attempt's non-merged progress: queued (from
+// submitting), or the terminal removed or failed (from submitting or
+// queued). None of them touches the task's status or writes an event; the
+// merged outcome goes only through FinishMergeMerged.
+func (t *Tx) SetMergeState(id, state string) error {
+	m, err := t.MergeAttempt(id)
+	if err != nil {
+		return err
+	}
+	switch state {
+	case MergeQueued:
+		if m.State != MergeSubmitting {
+			return refuse(CodeIllegal, "merge attempt %s is %s, not %s", id, m.State, MergeSubmitting)
+		}
+	case MergeRemoved, MergeFailed:
+		if m.State != MergeSubmitting && m.State != MergeQueued {
+			return refuse(CodeIllegal, "merge attempt %s is already %s", id, m.State)
+		}
+	default:
+		return refuse(CodeBadInput, "merge state %q is not set this way (merged goes through FinishMergeMerged)", state)
+	}
+	if _, err := t.exec(`UPDATE merge_attempts SET state = ?, updated_at = ? WHERE id = ?`, state, t.nowMS(), id); err != nil {
+		return err
+	}
+	return t.bump(m.PlanKey)
+}
+
+// FinishMergeMerged records a confirmed merge: in this one transaction the
+// attempt becomes merged, the task merged, and task-closed is inserted,
+// keyed by the merge attempt's ID.
+func (t *Tx) FinishMergeMerged(id string) error {
+	m, err := t.MergeAttempt(id)
+	if err != nil {
+		return err
+	}
+	if m.State != MergeSubmitting && m.State != MergeQueued {
+		return refuse(CodeIllegal, "merge attempt %s is already %s", id, m.State)
+	}
+	task, err := t.Task(m.PlanKey)
+	if err != nil {
+		return err
+	}
+	if task.Status == words.StatusCancelled {
+		return refuse(CodeTaskClosed, "task is cancelled and never changes again")
+	}
+	if _, err := t.exec(`UPDATE merge_attempts SET state = ?, updated_at = ? WHERE id = ?`, MergeMerged, t.nowMS(), id); err != nil {
+		return err
+	}
+	if t.s.fp.Fire("mutant/merge-outcome-without-close") {
+		return t.bump(m.PlanKey) // deliberately wrong: the status and event are left to reconciliation
+	}
+	return t.closeMerged(m.PlanKey, id)
+}
+
+// closeMerged sets the task merged and inserts its task-closed event keyed
+// by the merge attempt's ID; a repeat inserts nothing, because (plan key,
+// kind, action ID) is unique.
+func (t *Tx) closeMerged(planKey, mergeID string) error {
+	if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusMerged, planKey); err != nil {
+		return err
+	}
+	actionID := mergeID
+	if t.s.fp.Fire("mutant/reconcile-fresh-key") {
+		actionID = t.s.ids.UUID() // deliberately wrong: a repeat is not recognised
+	}
+	if err := t.insertEvent(Event{PlanKey: planKey, ActionID: actionID, Kind: words.EventTaskClosed, SourceRef: planKey}); err != nil {
+		return err
+	}
+	return t.bump(planKey)
+}
+
+// ReconcileMerged is startup recovery's step 5: for every task with a
+// confirmed merged merge attempt whose merged status or task-closed event is
+// missing, it sets the status and inserts the event (keyed by that merge
+// attempt's ID), in the caller's transaction. It returns the plan keys it
+// repaired; a second run repairs none. A cancelled task is never changed:
+// cancel task is refused while a merge is submitting or queued, so a
+// cancelled task with a merged attempt is not a state this store writes.
+func (t *Tx) ReconcileMerged() ([]string, error) {
+	q := `SELECT m.plan_key, m.id FROM merge_attempts m JOIN tasks t ON t.plan_key = m.plan_key
+		WHERE m.state = 'merged' AND t.status <> ?
+		AND (t.status <> ? OR NOT EXISTS (SELECT 1 FROM feedback_events e
+			WHERE e.plan_key = m.plan_key AND e.kind = ? AND e.action_id = m.id))
+		ORDER BY m.plan_key, m.created_at, m.rowid`
+	if t.s.fp.Fire("mutant/reconcile-fresh-key") {
+		q = `SELECT m.plan_key, m.id FROM merge_attempts m JOIN tasks t ON t.plan_key = m.plan_key
+		WHERE m.state = 'merged' AND t.status <> ? AND ? <> '' AND ? <> '' ORDER BY m.plan_key`
+	}
+	rows, err := t.query(q, words.StatusCancelled, words.StatusMerged, words.EventTaskClosed)
+	if err != nil {
+		return nil, err
+	}
+	type pair struct{ key, id string }
+	var todo []pair
+	for rows.Next() {
+		var p pair
+		if err := rows.Scan(&p.key, &p.id); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		todo = append(todo, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range todo {
+		if seen[p.key] {
+			continue
+		}
+		seen[p.key] = true
+		if err := t.closeMerged(p.key, p.id); err != nil {
+			return nil, err
+		}
+		out = append(out, p.key)
+	}
+	return out, nil
+}
+
+// The durable rebase marker (tasks.rebase_in_progress, "Partial output and
+// interrupted rebases"). F3 sets it before a rebase starts and clears it
+// after; startup recovery's step 4 aborts every recorded rebase and clears
+// the marker by compare-and-swap on its attemptId before the task can be
+// listed for I3. No rebase is performed yet: only the marker is kept.
+
+// RebaseMarker is the JSON in tasks.rebase_in_progress (its first field;
+// F3 adds the rest).
+type RebaseMarker struct {
+	AttemptID string `json:"attemptId"`
+}
+
+// Rebase is one task's recorded rebase.
+type Rebase struct {
+	PlanKey   string
+	AttemptID string
+}
+
+// SetRebaseInProgress records a rebase by compare-and-swap from null.
+func (t *Tx) SetRebaseInProgress(planKey, attemptID string) error {
+	if err := ids.CheckUUID("rebase attempt ID", attemptID); err != nil {
+		return refuse(CodeBadInput, "%s", err.Error())
+	}
+	task, err := t.Task(planKey)
+	if err != nil {
+		return err
+	}
+	if words.Closed(task.Status) {
+		return refuse(CodeTaskClosed, "task is %s and never changes again", task.Status)
+	}
+	body, _ := json.Marshal(RebaseMarker{AttemptID: attemptID})
+	res, err := t.exec(`UPDATE tasks SET rebase_in_progress = ? WHERE plan_key = ? AND rebase_in_progress IS NULL`, string(body), planKey)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return refuse(CodeIllegal, "a rebase is already in progress for %s", planKey)
+	}
+	return t.bump(planKey)
+}
+
+// AbortRebase clears the task's rebase marker by compare-and-swap on its
+// attemptId; it reports whether this call cleared it (false: no marker, or
+// another attempt's).
+func (t *Tx) AbortRebase(planKey, attemptID string) (bool, error) {
+	q := `UPDATE tasks SET rebase_in_progress = NULL WHERE plan_key = ? AND json_valid(rebase_in_progress)
+		AND json_extract(rebase_in_progress, '$.attemptId') = ?`
+	args := []any{planKey, attemptID}
+	if t.s.fp.Fire("mutant/rebase-abort-no-cas") {
+		q, args = `UPDATE tasks SET rebase_in_progress = NULL WHERE plan_key = ? AND ? <> ''`, []any{planKey, attemptID}
+	}
+	res, err := t.exec(q, args...)
+	if err != nil {
+		return false, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return false, nil
+	}
+	return true, t.bump(planKey)
+}
+
+// RebasesInProgress lists every task with a rebase marker, by plan key. A
+// marker whose JSON has no attemptId is listed with an empty one: recovery
+// cannot clear it by compare-and-swap and reports it.
+func (t *Tx) RebasesInProgress() ([]Rebase, error) {
+	rows, err := t.query(`SELECT plan_key, rebase_in_progress FROM tasks WHERE rebase_in_progress IS NOT NULL ORDER BY plan_key`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Rebase
+	for rows.Next() {
+		var key, body string
+		if err := rows.Scan(&key, &body); err != nil {
+			return nil, err
+		}
+		var m RebaseMarker
+		_ = json.Unmarshal([]byte(body), &m)
+		out = append(out, Rebase{PlanKey: key, AttemptID: m.AttemptID})
+	}
+	return out, rows.Err()
+}
