@@ -13,8 +13,8 @@ import (
 // names, in a "# kills:" header line, the mutants (failpoints that remove one
 // guard each) under which it must fail, and it does.
 func TestScenariosBite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs every scenario under its mutants")
+	if testing.Short() || raceEnabled {
+		t.Skip("runs every scenario under its mutants; not under -race (see raceEnabled)")
 	}
 	known := failpoints.Mutants()
 	for _, sf := range scenarioFiles(t) {

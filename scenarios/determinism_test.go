@@ -22,7 +22,7 @@ func TestTracesRepeat(t *testing.T) {
 			defer mu.Unlock()
 			traces[script] = trace
 		}})
-		if failed, log := runQuiet(p); failed {
+		if failed, log := runQuietParallel(p); failed {
 			t.Fatalf("scenarios failed in run %d:\n%s", i+1, log)
 		}
 	}
