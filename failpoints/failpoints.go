@@ -102,6 +102,8 @@ var Catalog = map[string]string{
 	"mutant/legacy-ignored":                "startup recovery ignores objects with codeboost labels but no runner label, so admission opens",
 	"mutant/d-recovery-unscoped":           "the simulated D's recoverLeftovers acts on every runner's containers and task storage, not only the given owner's",
 	"mutant/recovery-removes-unknown":      "startup recovery removes every entry under the attempts directory, known attempt or not",
+	"mutant/group-not-stopped":             "startup recovery's step 2b does not stop saved preparation groups that are still alive",
+	"mutant/release-skips-process-check":   "--release-preparation removes the attempt directory without checking for processes using it",
 	"mutant/unowned-preparation-ignored":   "startup recovery ignores attempts marked \"preparation starting\" with no saved group ID (step 7)",
 	"mutant/recovery-trusts-attempt-id":    "startup recovery uses a stored attempt ID that is not a lowercase UUID v4 like any other",
 	"mutant/start-failure-frees-slot":      "a failed pending → running write ends the row at settlement and frees the slot instead of keeping a marker",

@@ -23,6 +23,9 @@ import (
 // admission transaction saved on the row, so a crash mid-allocation still
 // leaves a row that matches what D created.
 func (c *Coordinator) prepareStorage(j *job, allocationID string) {
+	if !c.markPreparationStarting(j) {
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j.prepCancel, j.prepBusy = cancel, true
 	owner := dadapter.StorageOwner{RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, AllocationID: allocationID}
@@ -65,6 +68,9 @@ func (c *Coordinator) prepareClone(j *job) {
 		c.preparationFailed(j, "attempt directory: "+err.Error())
 		return
 	}
+	if !c.markPreparationStarting(j) {
+		return
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j.prepCancel, j.prepBusy = cancel, true
 	c.trace("clone %s", j.attemptID)
@@ -85,6 +91,21 @@ func (c *Coordinator) clonePrepared(j *job, cl dadapter.Clone, err error) {
 		return
 	}
 	c.launch(j)
+}
+
+// markPreparationStarting is the first of the contract's three writes
+// around each spawn ("Preparation processes have a durable owner"): it saves
+// preparation_started_at with a null group before D spawns, so a crash
+// before onGroup's write leaves an attempt that startup recovery's step 7
+// names instead of forgetting. If it cannot be saved, nothing is spawned.
+func (c *Coordinator) markPreparationStarting(j *job) bool {
+	if err := c.write(func(tx *store.Tx) error {
+		return tx.MarkPreparationStarting(j.attemptID, c.deps.Clock.Now())
+	}); err != nil {
+		c.preparationFailed(j, "preparation mark: "+err.Error())
+		return false
+	}
+	return true
 }
 
 // onGroup saves each preparation process group in the same turn as the

@@ -98,6 +98,10 @@ func (c *Coordinator) stopLeftoverGroups(next func()) {
 			return
 		}
 		a := groups[i]
+		if c.fp.Fire("mutant/group-not-stopped") {
+			step(i + 1) // goes on as if every saved group were already gone
+			return
+		}
 		if c.deps.StopGroup == nil {
 			c.recoveryFailed(fmt.Errorf("attempt %s has a saved preparation group %d, and this runner cannot prove its identity", a.ID, *a.PreparationPGID))
 			return
@@ -284,17 +288,8 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 		// stopped by shutdown or interrupted by the crash, claimed in this
 		// same transaction. A task with a recorded rebase is listed only
 		// after step 4 aborted it (abortRebases).
-		keys, err := tx.RequeueCandidates(c.fp.Fire("mutant/requeue-closed-task"), c.fp.Fire("mutant/requeue-twice"))
-		if err != nil {
-			return err
-		}
-		for _, key := range keys {
-			if err := tx.ClaimRequeue(key); err != nil {
-				return err
-			}
-			requeue = append(requeue, key)
-		}
-		return nil
+		requeue, err = c.claimRequeues(tx, c.fp.Fire("mutant/requeue-twice"))
+		return err
 	})
 	if err != nil {
 		err = fmt.Errorf("the finalization transaction failed: %w", err)
@@ -356,17 +351,8 @@ func (c *Coordinator) abortRebases() error {
 		if len(aborted) == 0 {
 			return nil
 		}
-		keys, err := tx.RequeueCandidates(c.fp.Fire("mutant/requeue-closed-task"), false)
-		if err != nil {
-			return err
-		}
-		for _, key := range keys {
-			if err := tx.ClaimRequeue(key); err != nil {
-				return err
-			}
-			requeue = append(requeue, key)
-		}
-		return nil
+		requeue, err = c.claimRequeues(tx, false)
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("aborting interrupted rebases: %w", err)
@@ -535,4 +521,19 @@ func (c *Coordinator) recoverAttemptDirs(byID map[string]store.Attempt) {
 		c.trace("recovery: legacy object: %s", cmd)
 	}
 	c.endRecovery()
+}
+
+// claimRequeues is step 6: it lists the tasks to hand to I3 and claims
+// requeue_pending for each in the caller's transaction.
+func (c *Coordinator) claimRequeues(tx *store.Tx, withClaimed bool) ([]string, error) {
+	keys, err := tx.RequeueCandidates(c.fp.Fire("mutant/requeue-closed-task"), withClaimed)
+	if err != nil {
+		return nil, err
+	}
+	for _, key := range keys {
+		if err := tx.ClaimRequeue(key); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/failpoints"
@@ -42,6 +43,11 @@ type D struct {
 	diffs    map[string]string
 	commitNo int
 	legacy   []dadapter.Unowned // objects with codeboost labels but no runner label
+	groups   map[int]*group     // preparation process groups by PGID
+	groupNo  int
+
+	// Now stamps a reported group's start time (nil: the zero time).
+	Now func() time.Time
 
 	// Failpoints is the world's set: D's own mutants (mutant/d-…) read it.
 	Failpoints *failpoints.Set
@@ -54,6 +60,74 @@ type op struct {
 	ctx       context.Context
 	aborted   bool
 	complete  func(err error)
+}
+
+// group is a preparation helper's process group. It is alive while its op
+// runs, including after an abort until the script releases the op (a child
+// that ignores SIGTERM), and after the runner process died: the helper
+// outlives a crashed runner until recovery stops it (step 2b).
+type group struct {
+	pgid      int
+	kind      string
+	attemptID string
+	identity  string
+	alive     bool
+}
+
+// spawn starts a preparation op's process group and reports it through
+// onGroup at request time, as the real helper does right after the spawn.
+// The returned completion wrapper ends the group when the op completes.
+func (d *D) spawn(kind, attemptID string, onGroup func(dadapter.ProcessGroup), complete func(error)) func(error) {
+	d.groupNo++
+	g := &group{pgid: 4000 + d.groupNo, kind: kind, attemptID: attemptID,
+		identity: fmt.Sprintf("boot-sim:%d", 900000+d.groupNo), alive: true}
+	if d.groups == nil {
+		d.groups = map[int]*group{}
+	}
+	d.groups[g.pgid] = g
+	started := time.Time{}
+	if d.Now != nil {
+		started = d.Now()
+	}
+	if onGroup != nil {
+		onGroup(dadapter.ProcessGroup{PGID: g.pgid, StartedAt: started, Identity: g.identity})
+	}
+	return func(err error) {
+		g.alive = false
+		complete(err)
+	}
+}
+
+// GroupAlive reports whether a preparation group of the attempt (of kind op,
+// or any kind when op is "") is still alive.
+func (d *D) GroupAlive(op, attemptID string) bool {
+	for _, g := range d.groups {
+		if g.attemptID == attemptID && g.alive && (op == "" || g.kind == op) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrIdentity is StopGroup's refusal to signal a group whose saved identity
+// does not match the live one.
+var ErrIdentity = errors.New("EIDENTITY: cannot prove the saved process group identity, so it was not signalled")
+
+// StopGroup is startup recovery's step 2b against the simulated host: a
+// group with no live member is already stopped (nil); a live one whose
+// identity differs from the saved one is not signalled (ErrIdentity);
+// otherwise it is killed and awaited.
+func (d *D) StopGroup(g dadapter.ProcessGroup) error {
+	sg := d.groups[g.PGID]
+	if sg == nil || !sg.alive {
+		return nil
+	}
+	if g.Identity == "" || g.Identity != sg.identity {
+		return fmt.Errorf("%w: group %d has identity %q, saved %q", ErrIdentity, g.PGID, sg.identity, g.Identity)
+	}
+	sg.alive = false
+	d.tracef("group %d of %s stopped", g.PGID, d.name(sg.attemptID))
+	return nil
 }
 
 type fs struct {
@@ -165,7 +239,7 @@ func (d *D) Aborted(kind, attemptID string) (bool, error) {
 func (d *D) StoragePresent(attemptID string) bool { return d.storage[attemptID] != nil }
 
 func (d *D) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOwner, onGroup func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
-	d.requestOwned(OpStorage, owner, ctx, func(err error) {
+	d.requestOwned(OpStorage, owner, ctx, d.spawn(OpStorage, owner.AttemptID, onGroup, func(err error) {
 		if err != nil {
 			done(nil, err) // an aborted allocation removes what it made
 			return
@@ -173,7 +247,7 @@ func (d *D) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOw
 		f := &fs{owner: owner}
 		d.storage[owner.AttemptID] = f
 		done(f, nil)
-	})
+	}))
 }
 
 func (d *D) RemoveTaskFilesystems(t dadapter.TaskFilesystems, done func(error)) {
@@ -228,13 +302,13 @@ func (d *D) CommitTaskChanges(ctx context.Context, t dadapter.TaskFilesystems, d
 
 func (d *D) CreateTaskClone(ctx context.Context, parent string, onGroup func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
 	id := attemptFromDir(parent)
-	d.request(OpClone, id, ctx, func(err error) {
+	d.request(OpClone, id, ctx, d.spawn(OpClone, id, onGroup, func(err error) {
 		if err != nil {
 			done(dadapter.Clone{}, err)
 			return
 		}
 		done(dadapter.Clone{Dir: parent + "/clone", Head: "base0000"}, nil)
-	})
+	}))
 }
 
 // RecoverLeftovers acts only on resources labelled with owner: it removes
@@ -300,7 +374,9 @@ func (d *D) AddStorage(owner dadapter.StorageOwner) {
 
 // ProcessDied is the runner process being killed: callbacks into it are
 // gone. Agent containers keep running until recovery removes them; a
-// storage allocation that was under way leaves its labelled volumes behind.
+// storage allocation that was under way leaves its labelled volumes behind;
+// the process group of a held preparation op stays alive (its helper
+// outlives the runner) until recovery's step 2b stops it.
 func (d *D) ProcessDied() {
 	for _, h := range d.handles {
 		h.onSettled = nil

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -61,6 +62,7 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 	w.Clock = NewClock(w.Loop)
 	w.D = NewD(w.Name, w.Trace)
 	w.D.Failpoints = fp
+	w.D.Now = w.Clock.Now
 	if err := w.boot(); err != nil {
 		return nil, err
 	}
@@ -103,6 +105,7 @@ func (w *World) boot() error {
 	}, runner.Deps{
 		Store: st, Capability: capability, D: w.D, Clock: w.Clock, Loop: w.Loop, IDs: w.IDs, Failpoints: w.FP,
 		Trace: w.Trace, Audit: w.audit,
+		StopGroup: func(_ context.Context, g dadapter.ProcessGroup) error { return w.D.StopGroup(g) },
 	})
 	if err != nil {
 		st.Close()
