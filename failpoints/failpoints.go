@@ -82,6 +82,7 @@ var Catalog = map[string]string{
 	"mutant/export-no-deadline":            "the partial-output export has no 60-second deadline",
 	"mutant/shutdown-beats-d-reason":       "first reason shutdown wins over D's own timeout, output-limit or capture-failure",
 	"mutant/recovery-ignores-first-reason": "startup recovery finalizes rows as if no first reason was saved",
+	"mutant/requeue-not-exclusive":         "requeue_pending neither refuses retry and other admissions nor needs the compare-and-swap claim",
 	"mutant/lock-not-exclusive":            "the single-runner lock opens its lock database without taking the exclusive OS lock",
 	"mutant/ledger-outside-publish":        "the ledger entry is written outside the publication transaction",
 	"mutant/retention-delete-first":        "retention deletes a referenced file before clearing its row",

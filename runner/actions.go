@@ -228,3 +228,41 @@ func (c *Coordinator) ChangeContext(planKey string, change func(tx *store.Tx) er
 	})
 	return
 }
+
+// Resume continues a task's plan run at its first item with no completed
+// execute attempt at the current revision, as a user action. When recovery
+// left the task to requeue, the admitting transaction claims
+// requeue_pending by compare-and-swap: of a resume and I3's requeue (or two
+// resumes) exactly one admits. Continuing item by item after each
+// settlement (the plan run) arrives with the item executor.
+func (c *Coordinator) Resume(r ActionRequest) (resp store.Response, err error) {
+	c.deps.Loop.Call(func() {
+		defer c.publish()
+		if !c.open {
+			err = ErrShuttingDown
+			return
+		}
+		var release func()
+		resp, err = c.deps.Store.UserAction(r.action("resume"), func(tx *store.Tx) (store.Response, error) {
+			item, claim, err := tx.ResumeItem(r.PlanKey)
+			if err != nil {
+				return store.Response{}, err
+			}
+			if release, err = c.reserve(r.PlanKey, words.KindExecute); err != nil {
+				return store.Response{}, err
+			}
+			a, err := tx.Admit(store.AdmitRequest{PlanKey: r.PlanKey, Kind: words.KindExecute, Item: &item,
+				ExpectedStateVersion: r.ExpectedStateVersion, AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget,
+				AllocationID: c.deps.IDs.UUID(), ClaimRequeue: claim})
+			if err != nil {
+				return store.Response{}, err
+			}
+			tx.AfterCommit(func() { release = nil; c.startJob(a) })
+			return store.Response{Outcome: "admitted", AttemptID: a.ID}, nil
+		})
+		if release != nil {
+			release()
+		}
+	})
+	return
+}

@@ -55,7 +55,7 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 	} else if active != "" {
 		return Attempt{}, refuse(CodeActiveAttempt, "attempt %s is still active", active)
 	}
-	if task.RequeuePending != r.ClaimRequeue {
+	if task.RequeuePending != r.ClaimRequeue && !t.s.fp.Fire("mutant/requeue-not-exclusive") {
 		if task.RequeuePending {
 			return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
 		}
@@ -157,7 +157,7 @@ func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (
 	if statusChecked && task.Status != words.StatusRunning && task.Status != words.StatusQueued {
 		return Attempt{}, refuse(CodeNotRetryable, "task is %s; retry needs running or queued", task.Status)
 	}
-	if task.RequeuePending {
+	if task.RequeuePending && !t.s.fp.Fire("mutant/requeue-not-exclusive") {
 		return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
 	}
 	a, err := t.lastAttempt(task, attemptID, expectedStateVersion)

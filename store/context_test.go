@@ -67,6 +67,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.ClearDiagnosticRef":       doesNotChangeContext,
 	"Tx.CreateTask":               doesNotChangeContext,
 	"Tx.Finish":                   doesNotChangeContext,
+	"Tx.ResumeItem":               doesNotChangeContext,
 	"Tx.PreparationGroups":        doesNotChangeContext,
 	"Tx.RequeueCandidates":        doesNotChangeContext,
 	"Tx.FinishRead":               doesNotChangeContext,
