@@ -28,4 +28,4 @@ bench:
 # demo replays every scenario with its trace, until `codeboost serve --demo`
 # exists (a later issue).
 demo: build
-	./bin/codeboost scenarios
+	./bin/codeboost scenarios -v

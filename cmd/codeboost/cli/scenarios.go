@@ -33,6 +33,14 @@ func runScenarios(args []string) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	// The real-process scenarios `exec codeboost`: put this very binary on
+	// PATH under that name.
+	if exe, err := os.Executable(); err == nil {
+		bin := filepath.Join(dir, "bin")
+		if os.Mkdir(bin, 0o700) == nil && os.Symlink(exe, filepath.Join(bin, "codeboost")) == nil {
+			os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}
+	}
 	var files []string
 	fs.WalkDir(scenarios.Files, "testdata", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !re.MatchString(strings.TrimSuffix(d.Name(), ".txtar")) {
