@@ -23,7 +23,6 @@ func BenchmarkAttemptLifecycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer w.Close()
-	w.Runner = mustQuietRunner(b, w)
 	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
 	if err := w.Store.Update(func(tx *store.Tx) error {
 		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one"}})
@@ -47,12 +46,6 @@ func BenchmarkAttemptLifecycle(b *testing.B) {
 	if a[len(a)-1].State != words.Completed {
 		b.Fatalf("last attempt %s", a[len(a)-1].State)
 	}
-}
-
-// mustQuietRunner replaces the world's runner with one that keeps no trace,
-// so the benchmark measures the coordinator, not string formatting.
-func mustQuietRunner(b *testing.B, w *World) *runner.Coordinator {
-	return w.Runner
 }
 
 func BenchmarkRawTransactions(b *testing.B) {

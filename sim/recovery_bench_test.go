@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/codeboost/codeboost/store"
 )
 
 // BenchmarkRecovery10k measures startup recovery of 10,000 leftover attempt
@@ -72,5 +70,3 @@ func plantLeftovers(w *World, n int) error {
 	}
 	return tx.Commit()
 }
-
-var _ = store.MaxResult
