@@ -167,7 +167,26 @@ func (c *Coordinator) RunAgain(r ActionRequest) (resp store.Response, err error)
 	})
 }
 
-func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) (store.Attempt, *store.Context, error)) (resp store.Response, err error) {
+func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) (store.Attempt, *store.Context, error)) (store.Response, error) {
+	return c.admitAction(r, kind, func(tx *store.Tx) (store.AdmitRequest, error) {
+		last, captured, err := check(tx)
+		if err != nil {
+			return store.AdmitRequest{}, err
+		}
+		if c.fp.Fire("mutant/retry-ignores-settled") {
+			delete(c.jobs, r.PlanKey)
+			delete(c.markers, r.PlanKey)
+		}
+		return store.AdmitRequest{PlanKey: r.PlanKey, Kind: last.Kind, Item: last.Item, Captured: captured}, nil
+	})
+}
+
+// admitAction runs a user action whose transaction ends in one admission.
+// plan runs the action's own checks and names what to admit; the slot is
+// reserved in this same event, the admission joins the action's
+// transaction, the job starts only after the commit, and a rolled-back
+// action frees its reservation before the event ends.
+func (c *Coordinator) admitAction(r ActionRequest, kind string, plan func(*store.Tx) (store.AdmitRequest, error)) (resp store.Response, err error) {
 	c.deps.Loop.Call(func() {
 		defer c.publish()
 		if !c.open {
@@ -176,20 +195,16 @@ func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) 
 		}
 		var release func()
 		resp, err = c.deps.Store.UserAction(r.action(kind), func(tx *store.Tx) (store.Response, error) {
-			last, captured, err := check(tx)
+			req, err := plan(tx)
 			if err != nil {
 				return store.Response{}, err
 			}
-			if c.fp.Fire("mutant/retry-ignores-settled") {
-				delete(c.jobs, r.PlanKey)
-				delete(c.markers, r.PlanKey)
-			}
-			if release, err = c.reserve(r.PlanKey, last.Kind); err != nil {
+			if release, err = c.reserve(r.PlanKey, req.Kind); err != nil {
 				return store.Response{}, err
 			}
-			a, err := tx.Admit(store.AdmitRequest{PlanKey: r.PlanKey, Kind: last.Kind, Item: last.Item,
-				ExpectedStateVersion: r.ExpectedStateVersion, Captured: captured,
-				AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget, AllocationID: c.deps.IDs.UUID()})
+			req.ExpectedStateVersion = r.ExpectedStateVersion
+			req.AttemptTimeout, req.Budget, req.AllocationID = c.cfg.AttemptTimeout, c.cfg.Budget, c.deps.IDs.UUID()
+			a, err := tx.Admit(req)
 			if err != nil {
 				return store.Response{}, err
 			}
@@ -235,34 +250,12 @@ func (c *Coordinator) ChangeContext(planKey string, change func(tx *store.Tx) er
 // requeue_pending by compare-and-swap: of a resume and I3's requeue (or two
 // resumes) exactly one admits. Continuing item by item after each
 // settlement (the plan run) arrives with the item executor.
-func (c *Coordinator) Resume(r ActionRequest) (resp store.Response, err error) {
-	c.deps.Loop.Call(func() {
-		defer c.publish()
-		if !c.open {
-			err = ErrShuttingDown
-			return
+func (c *Coordinator) Resume(r ActionRequest) (store.Response, error) {
+	return c.admitAction(r, "resume", func(tx *store.Tx) (store.AdmitRequest, error) {
+		item, claim, err := tx.ResumeItem(r.PlanKey)
+		if err != nil {
+			return store.AdmitRequest{}, err
 		}
-		var release func()
-		resp, err = c.deps.Store.UserAction(r.action("resume"), func(tx *store.Tx) (store.Response, error) {
-			item, claim, err := tx.ResumeItem(r.PlanKey)
-			if err != nil {
-				return store.Response{}, err
-			}
-			if release, err = c.reserve(r.PlanKey, words.KindExecute); err != nil {
-				return store.Response{}, err
-			}
-			a, err := tx.Admit(store.AdmitRequest{PlanKey: r.PlanKey, Kind: words.KindExecute, Item: &item,
-				ExpectedStateVersion: r.ExpectedStateVersion, AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget,
-				AllocationID: c.deps.IDs.UUID(), ClaimRequeue: claim})
-			if err != nil {
-				return store.Response{}, err
-			}
-			tx.AfterCommit(func() { release = nil; c.startJob(a) })
-			return store.Response{Outcome: "admitted", AttemptID: a.ID}, nil
-		})
-		if release != nil {
-			release()
-		}
+		return store.AdmitRequest{PlanKey: r.PlanKey, Kind: words.KindExecute, Item: &item, ClaimRequeue: claim}, nil
 	})
-	return
 }
