@@ -3,7 +3,6 @@ package sim
 import (
 	"database/sql"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"testing"
 
@@ -49,13 +48,7 @@ func BenchmarkAttemptLifecycle(b *testing.B) {
 }
 
 func BenchmarkRawTransactions(b *testing.B) {
-	q := url.Values{}
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Add("_pragma", "busy_timeout(5000)")
-	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "raw.db")+"?"+q.Encode())
+	db, err := sql.Open("sqlite", store.DSN(filepath.Join(b.TempDir(), "raw.db")))
 	if err != nil {
 		b.Fatal(err)
 	}

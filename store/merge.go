@@ -37,15 +37,8 @@ type MergeAttempt struct {
 // BeginMergeAttempt records a merge as submitting (before the request goes
 // to GitHub). A closed task cannot merge; one merge at a time per task.
 func (t *Tx) BeginMergeAttempt(planKey, id string) error {
-	if err := ids.CheckUUID("merge attempt ID", id); err != nil {
-		return refuse(CodeBadInput, "%s", err.Error())
-	}
-	task, err := t.Task(planKey)
-	if err != nil {
+	if _, err := t.openTaskFor(planKey, "merge attempt ID", id); err != nil {
 		return err
-	}
-	if words.Closed(task.Status) {
-		return refuse(CodeTaskClosed, "task is %s and never changes again", task.Status)
 	}
 	if active, err := t.activeMerge(planKey); err != nil {
 		return err
@@ -221,15 +214,8 @@ type Rebase struct {
 
 // SetRebaseInProgress records a rebase by compare-and-swap from null.
 func (t *Tx) SetRebaseInProgress(planKey, attemptID string) error {
-	if err := ids.CheckUUID("rebase attempt ID", attemptID); err != nil {
-		return refuse(CodeBadInput, "%s", err.Error())
-	}
-	task, err := t.Task(planKey)
-	if err != nil {
+	if _, err := t.openTaskFor(planKey, "rebase attempt ID", attemptID); err != nil {
 		return err
-	}
-	if words.Closed(task.Status) {
-		return refuse(CodeTaskClosed, "task is %s and never changes again", task.Status)
 	}
 	body, _ := json.Marshal(RebaseMarker{AttemptID: attemptID})
 	res, err := t.exec(`UPDATE tasks SET rebase_in_progress = ? WHERE plan_key = ? AND rebase_in_progress IS NULL`, string(body), planKey)
@@ -282,4 +268,20 @@ func (t *Tx) RebasesInProgress() ([]Rebase, error) {
 		out = append(out, Rebase{PlanKey: key, AttemptID: m.AttemptID})
 	}
 	return out, rows.Err()
+}
+
+// openTaskFor checks an ID the caller chose and reads the task, refusing a
+// closed one: a closed status never changes again.
+func (t *Tx) openTaskFor(planKey, what, id string) (Task, error) {
+	if err := ids.CheckUUID(what, id); err != nil {
+		return Task{}, refuse(CodeBadInput, "%s", err.Error())
+	}
+	task, err := t.Task(planKey)
+	if err != nil {
+		return task, err
+	}
+	if words.Closed(task.Status) {
+		return task, refuse(CodeTaskClosed, "task is %s and never changes again", task.Status)
+	}
+	return task, nil
 }
