@@ -40,10 +40,11 @@ var Catalog = map[string]string{
 	"store/before-commit":      "runs a scenario command after a write transaction's writes, right before its COMMIT (the transaction holds the Store's one connection: use commands that do not read the Store, such as d-cancels or traced)",
 
 	// Hooks that let a scenario act between two statements of one event.
-	"runner/before-launch-check": "runs a scenario command right before the launch check",
-	"runner/before-mark-running": "runs a scenario command after D's start returned, before pending → running",
-	"runner/before-publish":      "runs a scenario command after validation, right before the publication transaction",
-	"runner/before-retention":    "runs a scenario command right before retention clears a referenced file's row",
+	"runner/before-launch-check":  "runs a scenario command right before the launch check",
+	"runner/before-mark-running":  "runs a scenario command after D's start returned, before pending → running",
+	"runner/before-publish":       "runs a scenario command after validation, right before the publication transaction",
+	"runner/before-retention":     "runs a scenario command right before retention clears a referenced file's row",
+	"runner/before-run-continues": "runs a scenario command after a plan run's item freed its slot, before the run admits the next item",
 
 	// Mutants guarding settlement and stops (runner/stop.go, settlement.go,
 	// store/tasks.go); each removes one guard.
@@ -138,6 +139,13 @@ var Catalog = map[string]string{
 	"mutant/release-deletes-lock-file": "releasing the single-runner lock deletes its lock file",
 	"mutant/owner-token-unchecked":     "the Store uses a stored runner owner token that is not 32 lowercase hexadecimal characters",
 	"mutant/copy-keeps-token":          "the Store keeps the stored runner owner token although the database file's device and inode differ (a copy)",
+
+	// Mutants guarding plan runs (issue 3, item 8: "Start and resume").
+	"mutant/plan-run-skips-approvals":        "start, resume and the item executor do not require an approval for every item at the current revision",
+	"mutant/plan-run-ignores-review-version": "the item executor admits the next item although the review version changed while the earlier item ran",
+	"mutant/plan-run-not-exclusive":          "start and resume are not refused while an earlier plan run is still finishing",
+	"mutant/resume-ignores-completed":        "resume and the item executor do not skip items that already have a completed execute attempt at the current revision",
+	"mutant/drained-ignores-plan-runs":       "shutdown counts as drained when no job is left, without awaiting plan runs (step 5a)",
 }
 
 // Set is one world's failpoint registry. A nil *Set has every failpoint off.

@@ -17,15 +17,19 @@ type ActionRequest struct {
 	PlanKey              string
 	AttemptID            string // cancel, retry and run again act on one attempt
 	ExpectedStateVersion int64
-	ActionID             string
+	// ExpectedReviewVersion is start's and resume's view of the review; it
+	// is part of the idempotent request and must still match.
+	ExpectedReviewVersion int
+	ActionID              string
 }
 
 func (r ActionRequest) action(kind string) store.Action {
 	return store.Action{PlanKey: r.PlanKey, ActionID: r.ActionID, Kind: kind,
 		Request: struct {
-			AttemptID            string `json:"attemptId"`
-			ExpectedStateVersion int64  `json:"expectedStateVersion"`
-		}{r.AttemptID, r.ExpectedStateVersion}}
+			AttemptID             string `json:"attemptId"`
+			ExpectedStateVersion  int64  `json:"expectedStateVersion"`
+			ExpectedReviewVersion int    `json:"expectedReviewVersion,omitempty"`
+		}{r.AttemptID, r.ExpectedStateVersion, r.ExpectedReviewVersion}}
 }
 
 func checkVersion(tx *store.Tx, planKey string, expected int64) error {
@@ -177,16 +181,20 @@ func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) 
 			delete(c.jobs, r.PlanKey)
 			delete(c.markers, r.PlanKey)
 		}
-		return store.AdmitRequest{PlanKey: r.PlanKey, Kind: last.Kind, Item: last.Item, Captured: captured}, nil
-	})
+		return store.AdmitRequest{PlanKey: r.PlanKey, Kind: last.Kind, Item: last.Item, Captured: captured,
+			ExpectedStateVersion: r.ExpectedStateVersion}, nil
+	}, nil)
 }
 
 // admitAction runs a user action whose transaction ends in one admission.
-// plan runs the action's own checks and names what to admit; the slot is
-// reserved in this same event, the admission joins the action's
-// transaction, the job starts only after the commit, and a rolled-back
-// action frees its reservation before the event ends.
-func (c *Coordinator) admitAction(r ActionRequest, kind string, plan func(*store.Tx) (store.AdmitRequest, error)) (resp store.Response, err error) {
+// plan runs the action's own checks and names what to admit (with the state
+// version admission must see); the slot is reserved in this same event, the
+// admission joins the action's transaction, the job starts only after the
+// commit (admitted, when given, runs right after it in that same turn), and a
+// rolled-back action frees its reservation before the event ends. A refusal
+// for a spent budget moves an idle running or queued task to needs human in
+// a transaction of its own, since the action rolled back.
+func (c *Coordinator) admitAction(r ActionRequest, kind string, plan func(*store.Tx) (store.AdmitRequest, error), admitted func(store.Attempt)) (resp store.Response, err error) {
 	c.deps.Loop.Call(func() {
 		defer c.publish()
 		if !c.open {
@@ -202,17 +210,25 @@ func (c *Coordinator) admitAction(r ActionRequest, kind string, plan func(*store
 			if release, err = c.reserve(r.PlanKey, req.Kind); err != nil {
 				return store.Response{}, err
 			}
-			req.ExpectedStateVersion = r.ExpectedStateVersion
 			req.AttemptTimeout, req.Budget, req.AllocationID = c.cfg.AttemptTimeout, c.cfg.Budget, c.deps.IDs.UUID()
 			a, err := tx.Admit(req)
 			if err != nil {
 				return store.Response{}, err
 			}
-			tx.AfterCommit(func() { release = nil; c.startJob(a) })
+			tx.AfterCommit(func() {
+				release = nil
+				c.startJob(a)
+				if admitted != nil {
+					admitted(a)
+				}
+			})
 			return store.Response{Outcome: "admitted", AttemptID: a.ID}, nil
 		})
 		if release != nil {
 			release() // the action rolled back: free the reservation in this same event
+		}
+		if store.RefusalCode(err) == store.CodeBudgetSpent {
+			c.deps.Store.Update(func(tx *store.Tx) error { return tx.BudgetSpent(r.PlanKey) })
 		}
 	})
 	return
@@ -242,20 +258,4 @@ func (c *Coordinator) ChangeContext(planKey string, change func(tx *store.Tx) er
 		}
 	})
 	return
-}
-
-// Resume continues a task's plan run at its first item with no completed
-// execute attempt at the current revision, as a user action. When recovery
-// left the task to requeue, the admitting transaction claims
-// requeue_pending by compare-and-swap: of a resume and I3's requeue (or two
-// resumes) exactly one admits. Continuing item by item after each
-// settlement (the plan run) arrives with the item executor.
-func (c *Coordinator) Resume(r ActionRequest) (store.Response, error) {
-	return c.admitAction(r, "resume", func(tx *store.Tx) (store.AdmitRequest, error) {
-		item, claim, err := tx.ResumeItem(r.PlanKey)
-		if err != nil {
-			return store.AdmitRequest{}, err
-		}
-		return store.AdmitRequest{PlanKey: r.PlanKey, Kind: words.KindExecute, Item: &item, ClaimRequeue: claim}, nil
-	})
 }

@@ -119,10 +119,11 @@ type Coordinator struct {
 	open          bool // admission open; false before Open and once closing
 	closing       bool // open → closing, never back
 	drainedClosed bool
-	slotsUsed     int                // reserved or held slots
-	jobs          map[string]*job    // by plan key; at most one per task
-	markers       map[string]*marker // by plan key; only startup recovery clears them
-	unreleased    bool               // D reported resources it could not remove: closed to new work
+	slotsUsed     int                 // reserved or held slots
+	jobs          map[string]*job     // by plan key; at most one per task
+	markers       map[string]*marker  // by plan key; only startup recovery clears them
+	runs          map[string]*planRun // by plan key; a plan run in progress (planrun.go)
+	unreleased    bool                // D reported resources it could not remove: closed to new work
 }
 
 // ErrShuttingDown is returned by every admission once the coordinator is
@@ -141,7 +142,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	if deps.Capability == (store.Capability{}) {
 		return nil, errors.New("runner: the Store's shutdown capability is required (settlement writes pass the closed write gate)")
 	}
-	c := &Coordinator{cfg: cfg, deps: deps, fp: deps.Failpoints, jobs: map[string]*job{}, markers: map[string]*marker{},
+	c := &Coordinator{cfg: cfg, deps: deps, fp: deps.Failpoints, jobs: map[string]*job{}, markers: map[string]*marker{}, runs: map[string]*planRun{},
 		drained: make(chan struct{}), recoveryDone: make(chan struct{})}
 	c.publish()
 	return c, nil
@@ -186,6 +187,7 @@ type snapshot struct {
 	slotsUsed  int
 	unreleased bool
 	tasks      map[string]taskFacts
+	runs       map[string]bool // plan keys with a plan run in progress
 }
 
 type taskFacts struct {
@@ -199,7 +201,11 @@ type taskFacts struct {
 // publish stores a fresh snapshot; called at the end of every event.
 func (c *Coordinator) publish() {
 	c.noteDrained()
-	s := &snapshot{open: c.open, slotsUsed: c.slotsUsed, unreleased: c.unreleased, tasks: map[string]taskFacts{}}
+	s := &snapshot{open: c.open, slotsUsed: c.slotsUsed, unreleased: c.unreleased, tasks: map[string]taskFacts{},
+		runs: map[string]bool{}}
+	for k := range c.runs {
+		s.runs[k] = true
+	}
 	for k, j := range c.jobs {
 		s.tasks[k] = taskFacts{attemptID: j.attemptID, stopReason: j.firstReason, stopSaved: j.reasonSaved}
 	}

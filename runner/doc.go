@@ -53,4 +53,7 @@
 //	safety finding                        Deps.Audit, store.Tx.RecordSafetyFinding
 //	saveDiagnostic / retention            saveDiagnostic, retention
 //	unreleased                            Coordinator.unreleased, store.Terminal.Unreleased
+//	start / resume (#91, #107)            Coordinator.Start, Resume, store.Tx.StartPlan, ResumePlan
+//	ItemExecutor, ItemExecutor.close()    planRun, continueRun, store.Tx.NextPlanItem; Drained (step 5a)
+//	approvals (execution gate)            store.Tx.Approve, approvalGate
 package runner

@@ -389,6 +389,7 @@ func (c *Coordinator) freeSlot(j *job) {
 		c.slotsUsed--
 	}
 	c.trace("slot freed %s", j.attemptID)
+	c.itemEnded(j)
 }
 
 // toMarker turns the job into an unresolved marker: the slot stays held and
@@ -403,4 +404,5 @@ func (c *Coordinator) toMarker(j *job, reason string) {
 		c.slotsUsed--
 	}
 	c.trace("unresolved %s %s", j.attemptID, reason)
+	c.itemEnded(j)
 }

@@ -46,8 +46,9 @@ func (c *Coordinator) BeginShutdown() {
 	})
 }
 
-// Drained is closed once shutdown has begun and no job is left. Markers may
-// remain: each holds its slot until startup recovery.
+// Drained is closed once shutdown has begun and no job and no plan run is
+// left (steps 4, 5 and 5a). Markers may remain: each holds its slot until
+// startup recovery.
 func (c *Coordinator) Drained() <-chan struct{} { return c.drained }
 
 // Shutdown begins shutdown and waits until every job has ended.
@@ -67,7 +68,8 @@ func (c *Coordinator) sortedJobKeys() []string {
 
 // noteDrained closes Drained when shutdown has begun and no job is left.
 func (c *Coordinator) noteDrained() {
-	if c.closing && len(c.jobs) == 0 && !c.drainedClosed {
+	runsLeft := len(c.runs) > 0 && !c.fp.Fire("mutant/drained-ignores-plan-runs")
+	if c.closing && len(c.jobs) == 0 && !runsLeft && !c.drainedClosed {
 		c.drainedClosed = true
 		c.trace("shutdown: every job ended (%d unresolved)", len(c.markers))
 		close(c.drained)

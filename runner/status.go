@@ -30,6 +30,7 @@ type Status struct {
 	StopRequested *StopRequested
 	Unresolved    *Unresolved
 	Label         string // the current attempt's screen label, or ""
+	PlanRun       bool   // a plan run is in progress (start and resume are refused)
 }
 
 // Status reads a task. It never waits behind a long event and never
@@ -49,6 +50,7 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 		return st, err
 	}
 	facts, held := snap.tasks[planKey]
+	st.PlanRun = snap.runs[planKey]
 	st.Available = snap.open && !snap.unreleased && snap.slotsUsed < c.cfg.Slots
 	if held && facts.stopReason != "" && facts.unresolved == "" {
 		st.StopRequested = &StopRequested{AttemptID: facts.attemptID, Reason: facts.stopReason, Saved: facts.stopSaved}

@@ -34,6 +34,9 @@ const (
 	CodeMergeActive       = "merge-active"
 	CodeTaskNotRunning    = "task-not-running"
 	CodeKindNotAllowed    = "kind-not-allowed"
+	CodeNotApproved       = "not-approved"
+	CodeStaleReview       = "stale-review-version"
+	CodeRunFinishing      = "run-finishing"
 )
 
 func refuse(code, format string, args ...any) *Refusal {

@@ -294,8 +294,8 @@ func (t *Tx) setChoice(planKey, actionID, choiceKey string, item *int) error {
 	if err != nil {
 		return err
 	}
-	version := plan.ReviewVersion + 1
-	if _, err := t.exec(`UPDATE plans SET review_version = ? WHERE key = ?`, version, planKey); err != nil {
+	version, err := t.bumpReview(planKey)
+	if err != nil {
 		return err
 	}
 	if _, err := t.exec(`INSERT INTO choices (plan_key, choice_key, value, event_id, review_version) VALUES (?, ?, ?, ?, ?)
@@ -608,8 +608,11 @@ func (t *Tx) insertNote(planKey string, revision int, item *int, text string) (i
 	if item != nil {
 		it = *item
 	}
-	_, err := t.exec(`INSERT INTO notes (plan_key, id, revision, item, text, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		planKey, id, revision, it, text, t.nowMS())
+	if _, err := t.exec(`INSERT INTO notes (plan_key, id, revision, item, text, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		planKey, id, revision, it, text, t.nowMS()); err != nil {
+		return 0, err
+	}
+	_, err := t.bumpReview(planKey) // a note saved while a plan run is under way stops it before its next item
 	return id, err
 }
 

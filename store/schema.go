@@ -43,6 +43,15 @@ CREATE TABLE choices (
 	review_version INTEGER NOT NULL,
 	PRIMARY KEY (plan_key, choice_key)
 );
+CREATE TABLE approvals (
+	plan_key       TEXT NOT NULL REFERENCES plans(key),
+	revision       INTEGER NOT NULL,
+	item           INTEGER NOT NULL,
+	snapshot_id    TEXT NOT NULL,
+	review_version INTEGER NOT NULL,
+	created_at     INTEGER NOT NULL,
+	PRIMARY KEY (plan_key, revision, item, snapshot_id)
+);
 CREATE TABLE findings (
 	plan_key   TEXT NOT NULL REFERENCES plans(key),
 	finding_id TEXT NOT NULL,

@@ -16,14 +16,14 @@ import (
 
 func init() {
 	register(
-		Command{Name: "attempt", Usage: "attempt ATTEMPT [state=S] [first=R|none] [cause=TEXT] [stop=R|none] [exit=N|none] [diag=TEXT] [diag~=REGEXP] [ref=present|absent] [finding=TEXT|none] [allocation=set|unset] [baseline=set|unset] [kind=K]",
+		Command{Name: "attempt", Usage: "attempt ATTEMPT [state=S] [first=R|none] [cause=TEXT] [stop=R|none] [exit=N|none] [diag=TEXT] [diag~=REGEXP] [ref=present|absent] [finding=TEXT|none] [allocation=set|unset] [baseline=set|unset] [kind=K] [item=N|none]",
 			Summary: "asserts fields of the attempt's durable row; a mismatch prints a diff",
 			Example: "attempt A state=cancelled first=cancelled", Run: cmdAttempt},
 		Command{Name: "task", Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N]",
 			Summary: "asserts fields of the task's durable row",
 			Example: "task T1 status='needs human' cancel=unset", Run: cmdTask},
-		Command{Name: "status", Usage: "status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B]",
-			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label)",
+		Command{Name: "status", Usage: "status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B]",
+			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label, a plan run in progress)",
 			Example: "status T1 stop=cancelled saved=false label='Stopping (not saved yet)'", Run: cmdStatus},
 		Command{Name: "slots", Usage: "slots N",
 			Summary: "asserts how many runner slots are held (reserved, running, or under a marker)",
@@ -118,7 +118,10 @@ func cmdAttempt(ts *gts.TestScript, neg bool, args []string) {
 	}
 	got := map[string]string{"state": at.State, "first": noneOr(at.FirstReason), "cause": at.StaleCause, "stop": noneOr(at.StopReason),
 		"exit": exit, "diag": at.Diagnostic, "ref": ref, "finding": noneOr(at.SafetyFinding), "kind": at.Kind,
-		"allocation": setStr(at.AllocationID != ""), "baseline": setStr(at.MetadataBaseline != "")}
+		"allocation": setStr(at.AllocationID != ""), "baseline": setStr(at.MetadataBaseline != ""), "item": "none"}
+	if at.Item != nil {
+		got["item"] = strconv.Itoa(*at.Item)
+	}
 	s.compare(ts, "attempt "+a.pos[0], a.kv, got)
 }
 
@@ -168,7 +171,7 @@ func cmdStatus(ts *gts.TestScript, neg bool, args []string) {
 		s.fatal(ts, "%v", err)
 	}
 	got := map[string]string{"retryable": boolStr(st.Retryable), "runagain": boolStr(st.RunAgain), "stop": "none",
-		"saved": "none", "unresolved": "none", "label": st.Label, "available": boolStr(st.Available)}
+		"saved": "none", "unresolved": "none", "label": st.Label, "available": boolStr(st.Available), "run": boolStr(st.PlanRun)}
 	if st.StopRequested != nil {
 		got["stop"], got["saved"] = st.StopRequested.Reason, boolStr(st.StopRequested.Saved)
 	}

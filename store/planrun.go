@@ -1,0 +1,317 @@
+package store
+
+import (
+	"github.com/codeboost/codeboost/words"
+)
+
+// This file is the Store half of the contract's "Start and resume": the
+// approval gate, the checks both actions share, start's and resume's own
+// conditions, and the item executor's check before each later item. The
+// runner holds the run itself (runner/planrun.go); every check here runs in
+// the transaction that admits the item, so a refusal rolls back the action's
+// own writes (start's move from in review to queued among them).
+//
+// Not here yet, because what they guard does not exist yet: the completed-
+// prefix head guard (no git), scope checkpoints and owed safety or scope
+// work (schema v13), and the moved-head refusal.
+
+// Approve records a person's approval of one item of the current plan
+// revision at the current snapshot. It takes the next review version, so an
+// approval saved while a plan run is under way stops that run before its
+// next item (the run owns the review version it started with), and so the
+// gate can tell it is later than every choice.
+func (t *Tx) Approve(planKey string, item int) (reviewVersion int, err error) {
+	if _, err := t.openTask(planKey); err != nil {
+		return 0, err
+	}
+	plan, err := t.Plan(planKey)
+	if err != nil {
+		return 0, err
+	}
+	if err := t.checkItem(planKey, plan.Revision, item); err != nil {
+		return 0, err
+	}
+	version, err := t.bumpReview(planKey)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := t.exec(`INSERT INTO approvals (plan_key, revision, item, snapshot_id, review_version, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (plan_key, revision, item, snapshot_id) DO UPDATE SET review_version = excluded.review_version,
+		created_at = excluded.created_at`, planKey, plan.Revision, item, plan.SnapshotID, version, t.nowMS()); err != nil {
+		return 0, err
+	}
+	return version, t.bump(planKey)
+}
+
+// bumpReview advances the plan's review version: every choice, note and
+// approval takes the next one.
+func (t *Tx) bumpReview(planKey string) (int, error) {
+	var version int
+	err := t.queryRow(`UPDATE plans SET review_version = review_version + 1 WHERE key = ? RETURNING review_version`, planKey).Scan(&version)
+	return version, err
+}
+
+// planProgress is what both actions and the item executor read: the current
+// plan, its items, and for each item completed at the current revision the
+// snapshot its execute attempt used.
+type planProgress struct {
+	plan      Plan
+	items     []PlanItem
+	completed map[int]string // item → snapshot of its completed execute attempt
+	executed  bool           // any execute attempt at the current revision
+}
+
+func (t *Tx) planProgress(planKey string) (planProgress, error) {
+	var p planProgress
+	var err error
+	if p.plan, err = t.Plan(planKey); err != nil {
+		return p, err
+	}
+	if p.items, err = t.PlanItems(planKey, p.plan.Revision); err != nil {
+		return p, err
+	}
+	rows, err := t.attemptsWhere(`plan_key = ? AND kind = ?`, planKey, words.KindExecute)
+	if err != nil {
+		return p, err
+	}
+	p.completed = map[int]string{}
+	for _, a := range rows {
+		if a.Context.PlanRevision != p.plan.Revision {
+			continue
+		}
+		p.executed = true
+		if a.State == words.Completed && a.Item != nil && !t.s.fp.Fire("mutant/resume-ignores-completed") {
+			p.completed[*a.Item] = a.Context.SnapshotID
+		}
+	}
+	return p, nil
+}
+
+// next is the first item with no completed execute attempt at the current
+// revision; ok is false when every item has one.
+func (p planProgress) next() (item int, ok bool) {
+	for _, it := range p.items {
+		if _, done := p.completed[it.Item]; !done {
+			return it.Item, true
+		}
+	}
+	return 0, false
+}
+
+// approvalGate is "Both require an approval for every item at the current
+// plan revision": each approval must be later than the latest choice; an
+// item not yet completed needs one from the current snapshot; a completed
+// item keeps one from the snapshot its execution used (or the current one).
+func (t *Tx) approvalGate(planKey string, p planProgress) error {
+	if t.s.fp.Fire("mutant/plan-run-skips-approvals") {
+		return nil
+	}
+	var latestChoice int
+	if err := t.queryRow(`SELECT COALESCE(MAX(review_version), 0) FROM choices WHERE plan_key = ?`, planKey).Scan(&latestChoice); err != nil {
+		return err
+	}
+	rows, err := t.query(`SELECT item, snapshot_id FROM approvals WHERE plan_key = ? AND revision = ? AND review_version > ?`,
+		planKey, p.plan.Revision, latestChoice)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	approved := map[int]map[string]bool{}
+	for rows.Next() {
+		var item int
+		var snapshot string
+		if err := rows.Scan(&item, &snapshot); err != nil {
+			return err
+		}
+		if approved[item] == nil {
+			approved[item] = map[string]bool{}
+		}
+		approved[item][snapshot] = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, it := range p.items {
+		ok := approved[it.Item][p.plan.SnapshotID]
+		if used, done := p.completed[it.Item]; done && approved[it.Item][used] {
+			ok = true
+		}
+		if !ok {
+			return refuse(CodeNotApproved, "item %d of revision %d has no current approval", it.Item, p.plan.Revision)
+		}
+	}
+	return nil
+}
+
+// runnable holds the refusals start and resume share, in the contract's
+// order: a closed task, a pending cancel, an active attempt, an active merge.
+// ("A runner that cannot run execute attempts" and "an earlier run still
+// finishing" are the runner's in-memory checks.)
+func (t *Tx) runnable(planKey string) (Task, error) {
+	task, err := t.Task(planKey)
+	if err != nil {
+		return task, err
+	}
+	if words.Closed(task.Status) {
+		return task, refuse(CodeTaskClosed, "task is %s", task.Status)
+	}
+	if task.CancelRequested != "" {
+		return task, refuse(CodeCancelPending, "cancel task is pending")
+	}
+	if active, err := t.activeAttempt(planKey); err != nil {
+		return task, err
+	} else if active != "" {
+		return task, refuse(CodeActiveAttempt, "attempt %s is still active", active)
+	}
+	if active, err := t.activeMerge(planKey); err != nil {
+		return task, err
+	} else if active != "" {
+		return task, refuse(CodeMergeActive, "merge attempt %s is still active", active)
+	}
+	return task, nil
+}
+
+func checkReviewVersion(p planProgress, expected int) error {
+	if p.plan.ReviewVersion != expected {
+		return refuse(CodeStaleReview, "review version is %d, not %d: review the plan again", p.plan.ReviewVersion, expected)
+	}
+	return nil
+}
+
+// PlanStart is what the admitting transaction of "start" or "resume" needs:
+// the item to admit, the state version admission must see, and whether it
+// claims requeue_pending.
+type PlanStart struct {
+	Item                 int
+	ExpectedStateVersion int64
+	ClaimRequeue         bool
+}
+
+// StartPlan is "start": a task in review or queued, with no execute attempt
+// at its current plan revision and no pending requeue (that is resume's),
+// every item approved; an in review task moves to queued in this same
+// transaction. The run starts at the first item.
+func (t *Tx) StartPlan(planKey string, expectedStateVersion int64, expectedReviewVersion int) (PlanStart, error) {
+	task, err := t.runnable(planKey)
+	if err != nil {
+		return PlanStart{}, err
+	}
+	if task.Status != words.StatusInReview && task.Status != words.StatusQueued {
+		return PlanStart{}, refuse(CodeTaskInactive, "start needs a task in review or queued; this one is %s", task.Status)
+	}
+	if task.RequeuePending {
+		return PlanStart{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
+	}
+	if task.StateVersion != expectedStateVersion {
+		return PlanStart{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
+	}
+	p, err := t.planProgress(planKey)
+	if err != nil {
+		return PlanStart{}, err
+	}
+	if p.executed {
+		return PlanStart{}, refuse(CodeIllegal, "revision %d has already started running; resume it instead", p.plan.Revision)
+	}
+	if err := checkReviewVersion(p, expectedReviewVersion); err != nil {
+		return PlanStart{}, err
+	}
+	if err := t.approvalGate(planKey, p); err != nil {
+		return PlanStart{}, err
+	}
+	item, ok := p.next()
+	if !ok {
+		return PlanStart{}, refuse(CodeIllegal, "revision %d has no items", p.plan.Revision)
+	}
+	if task.Status == words.StatusInReview {
+		if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusQueued, planKey); err != nil {
+			return PlanStart{}, err
+		}
+		if err := t.bump(planKey); err != nil {
+			return PlanStart{}, err
+		}
+		expectedStateVersion++
+	}
+	return PlanStart{Item: item, ExpectedStateVersion: expectedStateVersion}, nil
+}
+
+// ResumePlan is "resume": a task running or queued that has started running
+// (an execute attempt at any revision, or a requeue recovery left), every
+// item approved; the run starts at the first item with no completed execute
+// attempt at the current revision, whether the last item completed, failed
+// or was stopped. The admission claims requeue_pending by compare-and-swap
+// in the same transaction, so of two racing resumes (or a resume and I3's
+// requeue) exactly one admits.
+func (t *Tx) ResumePlan(planKey string, expectedStateVersion int64, expectedReviewVersion int) (PlanStart, error) {
+	task, err := t.runnable(planKey)
+	if err != nil {
+		return PlanStart{}, err
+	}
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
+		return PlanStart{}, refuse(CodeTaskInactive, "resume needs a running or queued task; this one is %s", task.Status)
+	}
+	var started int
+	if err := t.queryRow(`SELECT COUNT(*) FROM attempts WHERE plan_key = ? AND kind = ?`, planKey, words.KindExecute).Scan(&started); err != nil {
+		return PlanStart{}, err
+	}
+	if started == 0 && !task.RequeuePending {
+		return PlanStart{}, refuse(CodeIllegal, "the task has not started running; start it instead")
+	}
+	p, err := t.planProgress(planKey)
+	if err != nil {
+		return PlanStart{}, err
+	}
+	if err := checkReviewVersion(p, expectedReviewVersion); err != nil {
+		return PlanStart{}, err
+	}
+	if err := t.approvalGate(planKey, p); err != nil {
+		return PlanStart{}, err
+	}
+	item, ok := p.next()
+	if !ok {
+		return PlanStart{}, refuse(CodeIllegal, "every item of revision %d has a completed execute attempt", p.plan.Revision)
+	}
+	return PlanStart{Item: item, ExpectedStateVersion: expectedStateVersion, ClaimRequeue: task.RequeuePending}, nil
+}
+
+// NextPlanItem is the item executor's check before each later item of a
+// run: the review version the action started with is unchanged (a choice,
+// approval or note saved while the earlier item ran stops the run), the
+// task is still open and running with no pending cancel, and every item is
+// still approved. When no item is left, the run is finished and the task
+// moves to in review in this same transaction, for a person to review the
+// work before merge (the contract leaves that status to the review flow; in
+// review is the one status from which start does not run the same revision
+// again).
+func (t *Tx) NextPlanItem(planKey string, reviewVersion int) (next PlanStart, finished bool, err error) {
+	task, err := t.runnable(planKey)
+	if err != nil {
+		return next, false, err
+	}
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
+		return next, false, refuse(CodeTaskInactive, "task is %s", task.Status)
+	}
+	p, err := t.planProgress(planKey)
+	if err != nil {
+		return next, false, err
+	}
+	if p.plan.ReviewVersion != reviewVersion && !t.s.fp.Fire("mutant/plan-run-ignores-review-version") {
+		return next, false, refuse(CodeStaleReview, "the review changed while the run was under way (version %d, the run started at %d): review and resume", p.plan.ReviewVersion, reviewVersion)
+	}
+	item, ok := p.next()
+	if !ok {
+		if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusInReview, planKey); err != nil {
+			return next, false, err
+		}
+		return next, true, t.bump(planKey)
+	}
+	if err := t.approvalGate(planKey, p); err != nil {
+		return next, false, err
+	}
+	return PlanStart{Item: item, ExpectedStateVersion: task.StateVersion, ClaimRequeue: task.RequeuePending}, false, nil
+}
+
+// BudgetSpent moves an idle running or queued task to needs human; a user
+// action calls it in a transaction of its own after its admission was
+// refused for a spent budget (the refusal rolled the action back).
+func (t *Tx) BudgetSpent(planKey string) error { return t.budgetSpent(planKey) }

@@ -1,0 +1,115 @@
+package testscript
+
+import (
+	"strconv"
+
+	"github.com/codeboost/codeboost/runner"
+	"github.com/codeboost/codeboost/store"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+// Plan runs: the user's start and resume, the approvals they require, and
+// naming the items a run admits on its own.
+
+func init() {
+	register(
+		Command{Name: "start", Usage: "[!] start TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
+			Summary: "the user's \"start\", as a user action: runs the task's approved plan from its first item, one execute attempt per item; sv and rv default to the task's present state and review versions",
+			Example: "start T1 as=A", Run: cmdPlanAction("start")},
+		Command{Name: "resume", Usage: "[!] resume TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
+			Summary: "the user's \"resume\", as a user action: continues the plan run at the first item with no completed execute attempt at the current revision, claiming a recovery requeue by compare-and-swap",
+			Example: "resume T1 as=B", Run: cmdPlanAction("resume")},
+		Command{Name: "approve", Usage: "[!] approve TASK [item=N]",
+			Summary: "a person approves one item (default: every item) of the current revision at the current snapshot; each approval takes the next review version",
+			Example: "approve T1", Run: cmdApprove},
+		Command{Name: "name-next", Usage: "name-next NAME",
+			Summary: "the next attempt admitted by anyone (a plan run's next item, say) gets NAME",
+			Example: "name-next B", Run: cmdNameNext},
+	)
+}
+
+func cmdPlanAction(kind string) func(ts *gts.TestScript, neg bool, args []string) {
+	return func(ts *gts.TestScript, neg bool, args []string) {
+		s := get(ts)
+		w := s.world(ts)
+		a := parse(args)
+		if len(a.pos) != 1 {
+			ts.Fatalf("usage: %s TASK [as=NAME] [action=NAME] [sv=N] [rv=N]", kind)
+		}
+		key := s.planKey(ts, a.pos[0])
+		r := runner.ActionRequest{PlanKey: key, ExpectedStateVersion: s.stateVersion(ts, key, a),
+			ExpectedReviewVersion: s.reviewVersion(ts, key, a), ActionID: s.action(a)}
+		if name := a.kv["as"]; name != "" {
+			if err := w.NameNext(name); err != nil {
+				ts.Fatalf("%v", err)
+			}
+		}
+		run := w.Runner.Start
+		if kind == "resume" {
+			run = w.Runner.Resume
+		}
+		resp, err := run(r)
+		printResponse(ts, s, resp)
+		s.expect(ts, neg, kind, err)
+	}
+}
+
+func (s *scenario) reviewVersion(ts *gts.TestScript, planKey string, a argSet) int {
+	if v, ok := a.kv["rv"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			ts.Fatalf("rv=%s: %v", v, err)
+		}
+		return n
+	}
+	var plan store.Plan
+	err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { plan, err = tx.Plan(planKey); return })
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	return plan.ReviewVersion
+}
+
+func cmdApprove(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: approve TASK [item=N]")
+	}
+	key := s.planKey(ts, a.pos[0])
+	err := w.Store.Update(func(tx *store.Tx) error {
+		if v, ok := a.kv["item"]; ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				ts.Fatalf("item=%s: %v", v, err)
+			}
+			_, err = tx.Approve(key, n)
+			return err
+		}
+		plan, err := tx.Plan(key)
+		if err != nil {
+			return err
+		}
+		items, err := tx.PlanItems(key, plan.Revision)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if _, err := tx.Approve(key, it.Item); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	s.expect(ts, neg, "approve", err)
+}
+
+func cmdNameNext(ts *gts.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: name-next NAME")
+	}
+	if err := get(ts).world(ts).NameNext(args[0]); err != nil {
+		ts.Fatalf("%v", err)
+	}
+}
