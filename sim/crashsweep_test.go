@@ -16,7 +16,8 @@ import (
 )
 
 // The crash-point sweep (issue 3): a workload of several attempts —
-// read-only and writable, a stop, a time limit, a retry, a cancel task — is
+// read-only and writable, a stop, a time limit, a retry, a cancel task, a
+// two-item plan run — is
 // crashed at every event boundary and at every Store commit in turn,
 // restarted, and checked once recovery ends: no attempt pending or running;
 // no slot, task storage or attempt directory left behind except what
@@ -60,6 +61,57 @@ func newTask(name string) step {
 			w.keys[name] = id.Key()
 		}
 		return err == nil
+	}
+}
+
+// approvedPlan creates a task with a two-item plan, every item approved.
+func approvedPlan(name string) step {
+	return func(w *sweepWorld) bool {
+		id := store.Identity{RepositoryID: "r", TaskID: name, PlanID: "p"}
+		err := w.Store.Update(func(tx *store.Tx) error {
+			if err := tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one", "two"}}); err != nil {
+				return err
+			}
+			for _, item := range []int{1, 2} {
+				if _, err := tx.Approve(id.Key(), item); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			w.keys[name] = id.Key()
+		}
+		return err == nil
+	}
+}
+
+// startPlan is the user's start; the run admits item 1 as name.
+func startPlan(task, name string) step {
+	return func(w *sweepWorld) bool {
+		key := w.keys[task]
+		t, _ := w.Store.Task(key)
+		var plan store.Plan
+		w.Store.View(func(tx *store.Tx) (err error) { plan, err = tx.Plan(key); return err })
+		if r, err := w.Runner.Start(runner.ActionRequest{PlanKey: key, ExpectedStateVersion: t.StateVersion,
+			ExpectedReviewVersion: plan.ReviewVersion, ActionID: w.IDs.UUID()}); err == nil && r.AttemptID != "" {
+			w.ids[name] = r.AttemptID
+			w.Alias(r.AttemptID, name)
+		}
+		return w.alive()
+	}
+}
+
+// current names the task's current attempt (a plan run's later item).
+func current(task, name string) step {
+	return func(w *sweepWorld) bool {
+		if t, err := w.Store.Task(w.keys[task]); err == nil && t.CurrentAttemptID != "" && w.ids[name] == "" {
+			if _, known := w.aliases[t.CurrentAttemptID]; !known {
+				w.ids[name] = t.CurrentAttemptID
+				w.Alias(t.CurrentAttemptID, name)
+			}
+		}
+		return w.alive()
 	}
 }
 
@@ -132,12 +184,13 @@ func advance(d time.Duration) step {
 
 func sweepWorkload() []step {
 	return []step{
-		newTask("T1"), newTask("T2"), newTask("T3"), newTask("T4"), newTask("T5"),
+		newTask("T1"), newTask("T2"), newTask("T3"), newTask("T4"), newTask("T5"), approvedPlan("T6"),
 		admit("T1", words.KindReview, "A"),   // read-only, completes
 		admit("T2", words.KindExecute, "B"),  // writable, stopped: export, storage
 		admit("T3", words.KindReview, "C"),   // runs into the task budget
 		admit("T4", words.KindQuestion, "D"), // fails, then is retried
 		admit("T5", words.KindExecute, "E"),  // cancel task while it runs
+		startPlan("T6", "F"),                 // a plan run: item 1, then item 2
 		settle("A", 0, `{"ok":true}`),
 		cancelAttempt("B"),
 		settle("D", 1, "provider error"),
@@ -145,6 +198,9 @@ func sweepWorkload() []step {
 		cancelTask("T5"),
 		settle("B", 137, "killed"),
 		settle("E", 0, `{"ok":true}`),
+		settle("F", 0, `{"ok":true}`),
+		current("T6", "F2"),
+		settle("F2", 0, `{"ok":true}`),
 		advance(61 * time.Minute), // T3's budget: time-limit
 		settle("C", 137, "killed"),
 		settle("D2", 0, `{"ok":true}`),
@@ -346,6 +402,10 @@ func sweep(t reporter) {
 	dry.FP.OnEach("store/before-commit", func() { commits++ })
 	if !dry.runUntilCrash() {
 		t.Fatal("the workload crashed without a crash point")
+	}
+	// Without a crash the plan run goes through both items.
+	if t6, err := dry.Store.Task(dry.keys["T6"]); err != nil || t6.Status != words.StatusInReview || dry.ids["F2"] == "" {
+		t.Fatalf("the workload's plan run did not finish: %+v %v", t6, err)
 	}
 	events := dry.Loop.Events()
 	stride := 1
