@@ -140,6 +140,8 @@ var Catalog = map[string]string{
 	"mutant/owner-token-unchecked":     "the Store uses a stored runner owner token that is not 32 lowercase hexadecimal characters",
 	"mutant/copy-keeps-token":          "the Store keeps the stored runner owner token although the database file's device and inode differ (a copy)",
 
+	"mutant/keep-mark-without-spawn": "a preparation step that failed before spawning anything leaves its \"preparation starting\" mark, so the next start fails closed (step 7) over a process that never existed",
+
 	// Mutants guarding plan runs (issue 3, item 8: "Start and resume").
 	"mutant/plan-run-skips-approvals":        "start, resume and the item executor do not require an approval for every item at the current revision",
 	"mutant/plan-run-ignores-review-version": "the item executor admits the next item although the review version changed while the earlier item ran",

@@ -28,6 +28,7 @@ type job struct {
 	prepCancel    context.CancelFunc       // aborts the in-flight preparation step; nil when none
 	prepBusy      bool                     // a preparation step is in flight
 	prepTimedOut  bool                     // the attempt deadline aborted preparation
+	groupReported bool                     // the step in flight reported its process group
 	storage       dadapter.TaskFilesystems // nil until allocation returns
 	clone         *dadapter.Clone
 	deadlineTimer Timer

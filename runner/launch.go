@@ -37,6 +37,7 @@ func (c *Coordinator) prepareStorage(j *job, allocationID string) {
 
 func (c *Coordinator) storagePrepared(j *job, fs dadapter.TaskFilesystems, err error) {
 	j.prepBusy = false
+	c.preparationStepEnded(j)
 	if fs != nil {
 		j.storage = fs
 		c.trace("storage ready %s", j.attemptID)
@@ -81,6 +82,7 @@ func (c *Coordinator) prepareClone(j *job) {
 
 func (c *Coordinator) clonePrepared(j *job, cl dadapter.Clone, err error) {
 	j.prepBusy = false
+	c.preparationStepEnded(j)
 	if err != nil {
 		c.preparationFailed(j, "clone: "+err.Error())
 		return
@@ -105,7 +107,23 @@ func (c *Coordinator) markPreparationStarting(j *job) bool {
 		c.preparationFailed(j, "preparation mark: "+err.Error())
 		return false
 	}
+	j.groupReported = false
 	return true
+}
+
+// preparationStepEnded runs when a step's done arrives: D calls it only
+// after everything the step started has stopped. A step that failed before
+// it spawned anything never reported a group, and its "preparation
+// starting" mark would otherwise make the next start fail closed (step 7)
+// over a process that never existed; so the mark is cleared here. A mark
+// whose group was saved stays for recovery's step 2b, as the contract says.
+func (c *Coordinator) preparationStepEnded(j *job) {
+	if j.groupReported || c.fp.Fire("mutant/keep-mark-without-spawn") {
+		return
+	}
+	if err := c.write(func(tx *store.Tx) error { return tx.ClearPreparationStarting(j.attemptID) }); err != nil {
+		c.trace("preparation mark of %s not cleared: %v", j.attemptID, err)
+	}
 }
 
 // onGroup saves each preparation process group in the same turn as the
@@ -113,6 +131,7 @@ func (c *Coordinator) markPreparationStarting(j *job) bool {
 func (c *Coordinator) onGroup(j *job) func(dadapter.ProcessGroup) {
 	return func(g dadapter.ProcessGroup) {
 		c.deps.Loop.Post(func() {
+			j.groupReported = true
 			c.write(func(tx *store.Tx) error {
 				return tx.SetPreparationGroup(j.attemptID, g.PGID, g.StartedAt, g.Identity)
 			})

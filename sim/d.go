@@ -157,14 +157,29 @@ func (d *D) SetPolicy(opName string, p Policy) error {
 	}
 	switch p.Mode {
 	case "auto", "hold", "fail":
+	case "refuse":
+		if opName != OpStorage && opName != OpClone {
+			return errors.New("refuse (fail before spawning) is for the preparation ops, storage and clone")
+		}
 	default:
-		return fmt.Errorf("unknown policy %q (auto, hold, fail)", p.Mode)
+		return fmt.Errorf("unknown policy %q (auto, hold, fail, refuse)", p.Mode)
 	}
 	d.policy[opName] = p
 	return nil
 }
 
 func (d *D) tracef(format string, args ...any) { d.trace("d: " + fmt.Sprintf(format, args...)) }
+
+// refused is the "refuse" policy of a preparation op: it fails before
+// spawning anything (a missing program, a bad argument), so no process
+// group is ever reported.
+func (d *D) refused(kind, attemptID string) error {
+	if p := d.policy[kind]; p.Mode == "refuse" {
+		d.tracef("%s %s refused before spawning: %s", kind, d.name(attemptID), p.Msg)
+		return errors.New(p.Msg)
+	}
+	return nil
+}
 
 // request runs an op under its policy.
 func (d *D) request(kind, attemptID string, ctx context.Context, complete func(error)) {
@@ -239,6 +254,10 @@ func (d *D) Aborted(kind, attemptID string) (bool, error) {
 func (d *D) StoragePresent(attemptID string) bool { return d.storage[attemptID] != nil }
 
 func (d *D) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOwner, onGroup func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
+	if err := d.refused(OpStorage, owner.AttemptID); err != nil {
+		done(nil, err)
+		return
+	}
 	d.requestOwned(OpStorage, owner, ctx, d.spawn(OpStorage, owner.AttemptID, onGroup, func(err error) {
 		if err != nil {
 			done(nil, err) // an aborted allocation removes what it made
@@ -302,6 +321,10 @@ func (d *D) CommitTaskChanges(ctx context.Context, t dadapter.TaskFilesystems, d
 
 func (d *D) CreateTaskClone(ctx context.Context, parent string, onGroup func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
 	id := attemptFromDir(parent)
+	if err := d.refused(OpClone, id); err != nil {
+		done(dadapter.Clone{}, err)
+		return
+	}
 	d.request(OpClone, id, ctx, d.spawn(OpClone, id, onGroup, func(err error) {
 		if err != nil {
 			done(dadapter.Clone{}, err)

@@ -15,8 +15,8 @@ import (
 
 func init() {
 	register(
-		Command{Name: "d", Usage: "d OP auto|hold|fail [MESSAGE]",
-			Summary: "sets how the simulated D answers later requests of OP (storage, clone, start, export, remove, commit): at once, held until the script releases it, or with an error",
+		Command{Name: "d", Usage: "d OP auto|hold|fail|refuse [MESSAGE]",
+			Summary: "sets how the simulated D answers later requests of OP (storage, clone, start, export, remove, commit): at once, held until the script releases it, with an error, or (refuse, storage and clone only) with an error before spawning any process group",
 			Example: "d clone hold", Run: cmdD},
 		Command{Name: "release", Usage: "release OP ATTEMPT",
 			Summary: "lets a held D operation finish; an aborted one reports its abort, as a helper that stopped its process group does",
@@ -56,7 +56,7 @@ func init() {
 
 func cmdD(ts *gts.TestScript, neg bool, args []string) {
 	if len(args) < 2 || len(args) > 3 {
-		ts.Fatalf("usage: d OP auto|hold|fail [MESSAGE]")
+		ts.Fatalf("usage: d OP auto|hold|fail|refuse [MESSAGE]")
 	}
 	p := sim.Policy{Mode: args[1]}
 	if len(args) == 3 {
