@@ -142,6 +142,8 @@ var Catalog = map[string]string{
 
 	"mutant/keep-mark-without-spawn": "a preparation step that failed before spawning anything leaves its \"preparation starting\" mark, so the next start fails closed (step 7) over a process that never existed",
 
+	"mutant/stop-groups-of-ended-attempts": "startup recovery's step 2b also tries to stop the saved preparation groups of attempts that have ended",
+
 	// Mutants guarding plan runs (issue 3, item 8: "Start and resume").
 	"mutant/plan-run-skips-approvals":        "start, resume and the item executor do not require an approval for every item at the current revision",
 	"mutant/plan-run-ignores-review-version": "the item executor admits the next item although the review version changed while the earlier item ran",

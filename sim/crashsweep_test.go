@@ -296,13 +296,13 @@ func (w *sweepWorld) check(t reporter, label string) {
 			fail("writable attempt %s ended %s with neither its partial output nor an export failure", w.Name(a.ID), a.State)
 		}
 		if a.DiagnosticRef != "" {
-			p := filepath.Join(w.Dir, "runner-root", w.Owner, "diagnostics", a.DiagnosticRef)
+			p := filepath.Join(w.Root(), w.Owner, "diagnostics", a.DiagnosticRef)
 			if _, err := os.Stat(p); err != nil {
 				fail("attempt %s points at missing file %s", w.Name(a.ID), a.DiagnosticRef)
 			}
 		}
 	}
-	if entries, err := os.ReadDir(filepath.Join(w.Dir, "runner-root", w.Owner, "attempts")); err == nil {
+	if entries, err := os.ReadDir(filepath.Join(w.Root(), w.Owner, "attempts")); err == nil {
 		left := 0
 		for _, e := range entries {
 			if !reportedUnowned[e.Name()] {

@@ -79,7 +79,9 @@ type group struct {
 // The returned completion wrapper ends the group when the op completes.
 func (d *D) spawn(kind, attemptID string, onGroup func(dadapter.ProcessGroup), complete func(error)) func(error) {
 	d.groupNo++
-	g := &group{pgid: 4000 + d.groupNo, kind: kind, attemptID: attemptID,
+	// Above Linux's largest pid_max (2^22), so a real codeboost process
+	// recovering a simulated database finds no such group alive.
+	g := &group{pgid: 1<<22 + 4000 + d.groupNo, kind: kind, attemptID: attemptID,
 		identity: fmt.Sprintf("boot-sim:%d", 900000+d.groupNo), alive: true}
 	if d.groups == nil {
 		d.groups = map[int]*group{}
@@ -96,6 +98,20 @@ func (d *D) spawn(kind, attemptID string, onGroup func(dadapter.ProcessGroup), c
 		g.alive = false
 		complete(err)
 	}
+}
+
+// ReuseGroupIDs starts, for every preparation group of the attempt that has
+// ended, an unrelated live process group under the same number: the host
+// reused the ID, with another identity.
+func (d *D) ReuseGroupIDs(attemptID string) int {
+	n := 0
+	for pgid, g := range d.groups {
+		if g.attemptID == attemptID && !g.alive {
+			d.groups[pgid] = &group{pgid: pgid, kind: "unrelated", identity: fmt.Sprintf("boot-sim:reused-%d", pgid), alive: true}
+			n++
+		}
+	}
+	return n
 }
 
 // GroupAlive reports whether a preparation group of the attempt (of kind op,

@@ -93,7 +93,7 @@ func (w *World) boot() error {
 		return err
 	}
 	w.Store, w.Owner = st, token
-	root := filepath.Join(w.Dir, "runner-root")
+	root := w.Root()
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		st.Close()
 		return err
@@ -113,6 +113,11 @@ func (w *World) boot() error {
 	}
 	return nil
 }
+
+// Root is the runner root: <dir>/codeboost-runner, next to the database, the
+// same default `codeboost serve --db` uses, so a real process given only
+// the database path recovers the very same directories.
+func (w *World) Root() string { return filepath.Join(w.Dir, "codeboost-runner") }
 
 // Crash kills the runner process at an event boundary: no shutdown code
 // runs, in-memory jobs, markers, timers and queued events vanish, and the

@@ -74,9 +74,18 @@ func (t *Tx) ClearPreparationStarting(attemptID string) error {
 // Now is the store's clock, for recovery's deadline checks.
 func (t *Tx) Now() time.Time { return t.s.now() }
 
-// PreparationGroups lists attempts with a saved preparation group (step 2b).
+// PreparationGroups lists the non-terminal attempts with a saved
+// preparation group (step 2b). A terminal row's preparation has ended: a
+// live process awaited every member before the terminal write, and a row
+// recovery finalized had its groups stopped by that same recovery's step 2b,
+// which runs first. Signalling checks for those old group IDs at every start
+// would only meet reused PIDs, and one reused ID whose identity cannot be
+// proven would then stop every start.
 func (t *Tx) PreparationGroups() ([]Attempt, error) {
-	return t.attemptsWhere(`preparation_pgid IS NOT NULL`)
+	if t.s.fp.Fire("mutant/stop-groups-of-ended-attempts") {
+		return t.attemptsWhere(`preparation_pgid IS NOT NULL`)
+	}
+	return t.attemptsWhere(`preparation_pgid IS NOT NULL AND state IN ('pending', 'running')`)
 }
 
 // RequeueCandidates is step 6's list, in one query: every task that is not

@@ -254,7 +254,7 @@ func cmdTrace(ts *gts.TestScript, neg bool, args []string) {
 
 func (s *scenario) diagDir(ts *gts.TestScript) string {
 	w := s.world(ts)
-	return filepath.Join(w.Dir, "runner-root", w.Owner, "diagnostics")
+	return filepath.Join(w.Root(), w.Owner, "diagnostics")
 }
 
 func cmdDiagFile(ts *gts.TestScript, neg bool, args []string) {

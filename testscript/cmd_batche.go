@@ -139,7 +139,7 @@ func cmdForeignAgent(ts *gts.TestScript, neg bool, args []string) {
 func cmdPaths(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
 	w := s.world(ts)
-	attempts := filepath.Join(w.Dir, "runner-root", w.Owner, "attempts")
+	attempts := filepath.Join(w.Root(), w.Owner, "attempts")
 	ts.Setenv("ATTEMPTS", attempts)
 	for _, name := range args {
 		ts.Setenv("DIR_"+name, filepath.Join(attempts, s.attempt(ts, name)))

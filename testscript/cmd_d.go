@@ -193,7 +193,7 @@ func cmdHostFiles(ts *gts.TestScript, neg bool, args []string) {
 	}
 	s := get(ts)
 	w := s.world(ts)
-	dir := filepath.Join(w.Dir, "runner-root", w.Owner, "attempts", s.attempt(ts, args[0]))
+	dir := filepath.Join(w.Root(), w.Owner, "attempts", s.attempt(ts, args[0]))
 	_, err := os.Lstat(dir)
 	got := err == nil
 	if got != (args[1] == "present") {

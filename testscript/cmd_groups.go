@@ -17,6 +17,9 @@ func init() {
 		Command{Name: "group-alive", Usage: "group-alive ATTEMPT yes|no [op=storage|clone]",
 			Summary: "asserts whether a preparation process group of the attempt (of that op, or any) is still alive in the simulated host",
 			Example: "group-alive A yes op=clone", Run: cmdGroupAlive},
+		Command{Name: "reuse-group-ids", Usage: "reuse-group-ids ATTEMPT",
+			Summary: "the host reuses the numbers of the attempt's ended preparation groups for unrelated live process groups (another identity)",
+			Example: "reuse-group-ids A", Run: cmdReuseGroupIDs},
 		Command{Name: "prep", Usage: "prep ATTEMPT [started=set|unset] [group=set|unset]",
 			Summary: "asserts the attempt row's preparation owner: preparation_started_at, and the saved process group (preparation_pgid with its identity)",
 			Example: "prep A started=set group=set", Run: cmdPrep},
@@ -57,4 +60,14 @@ func cmdPrep(ts *gts.TestScript, neg bool, args []string) {
 	}
 	got := map[string]string{"started": setStr(at.PreparationStartedAt != nil), "group": group}
 	s.compare(ts, "prep "+a.pos[0], a.kv, got)
+}
+
+func cmdReuseGroupIDs(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: reuse-group-ids ATTEMPT")
+	}
+	if s.world(ts).D.ReuseGroupIDs(s.attempt(ts, args[0])) == 0 {
+		ts.Fatalf("reuse-group-ids: %s has no ended preparation group", args[0])
+	}
 }

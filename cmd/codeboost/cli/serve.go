@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,22 +11,29 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/dadapter/nodocker"
+	"github.com/codeboost/codeboost/dadapter/procgroup"
 	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/runner/lock"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
 )
 
 // serve is startup (decision 1's lock, then the Store and its migrations
-// under the lock, step 4's check, the owner token), then waiting for
-// SIGINT or SIGTERM, then shutdown in order. The lock is released last, on
-// every exit path after it was taken, including a failed startup.
+// under the lock, step 4's check, the owner token, startup recovery), then
+// waiting for SIGINT or SIGTERM, then shutdown in order. The lock is
+// released last, on every exit path after it was taken, including a failed
+// startup.
 //
-// The runner is opt-in: without a D adapter configured (the Docker adapter
-// arrives with its own issue) there is no coordinator, so startup recovery
-// and the runner's shutdown steps have nothing to run here yet.
+// The coordinator runs against dadapter/nodocker until the Docker adapter
+// lands: recovery, admission and shutdown are the real ones, and every
+// attempt fails at its first preparation step with a clear message.
 func serve(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
@@ -33,7 +41,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	root := fl.String("root", "", "the runner root (default: <db dir>/codeboost-runner)")
 	ready := fl.String("ready", "", "write this file once startup has finished (for scripts)")
 	release := fl.String("release-preparation", "", "release an unknown preparation of this attempt, then exit")
-	check := fl.Bool("check", false, "run startup (lock, Store, migrations, checks), then shut down and exit instead of serving")
+	check := fl.Bool("check", false, "run startup (lock, Store, migrations, checks, recovery), then shut down and exit instead of serving")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -41,11 +49,26 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "codeboost serve: --db PATH is required")
 		return 2
 	}
-	// Signals are caught from the start: a first Ctrl+C during startup
-	// waits for startup to finish (it stays buffered until then).
+	// Signals are caught from the start. A first Ctrl+C during startup
+	// waits for startup to finish; a second stops the process at once,
+	// which the next start's recovery treats like a crash.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	stop := make(chan struct{})
+	var startup atomic.Bool
+	startup.Store(true)
+	go func() {
+		<-sigs
+		close(stop)
+		for range sigs {
+			if startup.Load() {
+				fmt.Fprintln(stderr, "codeboost: stopped during startup")
+				os.Exit(130)
+			}
+			fmt.Fprintln(stderr, words.StillStopping)
+		}
+	}()
 
 	l, err := lock.Acquire(*db, lock.Options{Failpoints: Failpoints})
 	if err != nil {
@@ -84,7 +107,22 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "released the preparation of %s\n", *release)
 		return 0
 	}
-	fmt.Fprintf(stdout, "codeboost: serving %s; the runner is not configured\n", l.Path())
+	c, loop, err := newCoordinator(st, capability, *root, token, stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	defer loop.Stop()
+	c.Recover()
+	<-c.RecoveryDone()
+	report := c.Recovery()
+	printRecovery(stdout, report)
+	if report.Err != nil {
+		fmt.Fprintln(stderr, report.Err)
+		return 1
+	}
+	startup.Store(false)
+	fmt.Fprintf(stdout, "codeboost: serving %s (no Docker adapter in this build: attempts cannot start)\n", l.Path())
 	if *ready != "" {
 		if err := os.WriteFile(*ready, []byte("ready\n"), 0o600); err != nil {
 			fmt.Fprintln(stderr, err)
@@ -92,16 +130,69 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if !*check {
-		<-sigs
+		<-stop
 	}
-	// A second signal during shutdown does not skip steps.
-	go func() {
-		for range sigs {
-			fmt.Fprintln(stderr, "Still stopping agents…")
-		}
-	}()
+	// Shutdown: admission closes and every job is stopped (steps 1 and 4);
+	// the write gate closes (step 3: there are no HTTP requests to drain
+	// yet); every job ends through the holder order and every plan run is
+	// awaited (steps 5 and 5a); the Store closes and the lock is released
+	// by the deferred calls above (steps 7 and 8). A second signal does not
+	// skip steps.
 	fmt.Fprintln(stdout, "codeboost: stopping")
+	c.BeginShutdown()
+	st.CloseWriteGate()
+	<-c.Drained()
 	return 0
+}
+
+// newCoordinator builds the production runner: the real Store, loop and
+// clock, random IDs, process-group recovery through procgroup, and no
+// Docker adapter yet.
+func newCoordinator(st *store.Store, capability store.Capability, root, token string, log io.Writer) (*runner.Coordinator, *runner.GoroutineLoop, error) {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, nil, err
+	}
+	loop := runner.NewGoroutineLoop()
+	c, err := runner.New(runner.Config{Root: root, Owner: token}, runner.Deps{
+		Store: st, Capability: capability, D: nodocker.D{}, Clock: runner.NewRealClock(), Loop: loop, IDs: ids.Random{},
+		Failpoints: Failpoints,
+		StopGroup: func(ctx context.Context, g dadapter.ProcessGroup) error {
+			return procgroup.StopGroup(ctx, g, procgroup.Options{})
+		},
+		Trace: func(line string) {
+			if strings.HasPrefix(line, "recovery:") || strings.HasPrefix(line, "shutdown:") {
+				fmt.Fprintf(log, "codeboost: %s\n", line)
+			}
+		},
+	})
+	if err != nil {
+		loop.Stop()
+		return nil, nil, err
+	}
+	return c, loop, nil
+}
+
+// printRecovery tells a person what startup recovery left for them.
+func printRecovery(w io.Writer, r runner.RecoveryReport) {
+	for _, cmd := range r.LegacyCommands {
+		fmt.Fprintf(w, "codeboost: remove this object by hand: %s\n", cmd)
+	}
+	for _, u := range r.UnownedPreparation {
+		fmt.Fprintf(w, "codeboost: unknown preparation %s: stop its processes, then run codeboost serve --db DB --release-preparation %s\n",
+			u, strings.Fields(u)[0])
+	}
+	for _, u := range r.UnmatchedStorage {
+		fmt.Fprintf(w, "codeboost: task storage of %s matches no attempt; left alone\n", u)
+	}
+	for _, u := range r.UnknownEntries {
+		fmt.Fprintf(w, "codeboost: unknown entry %s under the attempts directory; left alone\n", u)
+	}
+	for _, u := range r.UnsafeAttempts {
+		fmt.Fprintf(w, "codeboost: stored attempt ID %q is not safe to use; refused\n", u)
+	}
+	if r.Err == nil && !r.Opened() {
+		fmt.Fprintln(w, "codeboost: admission stays closed until the above is handled")
+	}
 }
 
 // releasePreparation is --release-preparation: the attempt's directory is

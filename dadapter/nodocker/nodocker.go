@@ -1,0 +1,57 @@
+// Package nodocker is the D of a production runner built before its Docker
+// adapter (dadapter/docker, a later issue). It lets `codeboost serve` run the
+// real coordinator now: startup recovery over the database file and the
+// runner root, admission, and shutdown in order, while every attempt fails
+// at its first preparation step with ErrNoDocker and a clear message.
+//
+// What it can claim honestly: this build never creates a Docker object, so
+// owner-scoped recovery has nothing of its own to remove or hand back, and it
+// reports nothing. It cannot list objects without a runner label (that needs
+// the Docker API), so the legacy check of step 2d waits for the real adapter.
+// Every operation fails before spawning anything and never reports a process
+// group; callbacks run on a goroutine of their own, because the runner's
+// callbacks post to its loop and the loop may be the caller.
+package nodocker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/codeboost/codeboost/dadapter"
+)
+
+// ErrNoDocker is every operation's answer.
+var ErrNoDocker = errors.New("this codeboost build has no Docker adapter yet, so it cannot prepare or start agents")
+
+// D implements dadapter.D without Docker.
+type D struct{}
+
+var _ dadapter.D = D{}
+
+func (D) Start(dadapter.InvocationInput) (dadapter.Handle, error) { return nil, ErrNoDocker }
+
+func (D) PrepareTaskFilesystems(_ context.Context, _ dadapter.StorageOwner, _ func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
+	go done(nil, ErrNoDocker)
+}
+
+// RemoveTaskFilesystems is never reached: no storage is ever handed out.
+func (D) RemoveTaskFilesystems(_ dadapter.TaskFilesystems, done func(error)) {
+	go done(ErrNoDocker)
+}
+
+func (D) ExportTaskDiff(_ context.Context, _ dadapter.TaskFilesystems, _ int, done func(dadapter.ExportResult, error)) {
+	go done(dadapter.ExportResult{}, ErrNoDocker)
+}
+
+func (D) CommitTaskChanges(_ context.Context, _ dadapter.TaskFilesystems, done func(dadapter.Bundle, error)) {
+	go done(dadapter.Bundle{}, ErrNoDocker)
+}
+
+func (D) CreateTaskClone(_ context.Context, _ string, _ func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
+	go done(dadapter.Clone{}, ErrNoDocker)
+}
+
+// RecoverLeftovers reports nothing: see the package comment.
+func (D) RecoverLeftovers(_ context.Context, _ string, done func(dadapter.RecoveryReport, error)) {
+	go done(dadapter.RecoveryReport{}, nil)
+}
