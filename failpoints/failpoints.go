@@ -144,6 +144,8 @@ var Catalog = map[string]string{
 
 	"mutant/stop-groups-of-ended-attempts": "startup recovery's step 2b also tries to stop the saved preparation groups of attempts that have ended",
 
+	"mutant/recovery-silent-on-missing-storage": "startup recovery finalizes a writable row whose saved storage D did not hand back without saying its partial output was lost",
+
 	// Mutants guarding plan runs (issue 3, item 8: "Start and resume").
 	"mutant/plan-run-skips-approvals":        "start, resume and the item executor do not require an approval for every item at the current revision",
 	"mutant/plan-run-ignores-review-version": "the item executor admits the next item although the review version changed while the earlier item ran",

@@ -232,6 +232,11 @@ func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
 
 type exportResult struct{ ref, diag string }
 
+// storageNotRecovered is the quoted cause for a writable row whose storage
+// D's owner-scoped recovery did not report (removed by hand, or a runner
+// without the Docker adapter).
+const storageNotRecovered = "D's recovery found no task storage for this attempt"
+
 func boundID(s string) string {
 	if len(s) > 64 {
 		return s[:64] + "…"
@@ -270,6 +275,11 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 				if e.diag != "" {
 					term.Diagnostic = joinDiag(term.Diagnostic, e.diag)
 				}
+			} else if words.Writable(a.Kind) && a.MetadataBaseline != "" && !c.fp.Fire("mutant/recovery-silent-on-missing-storage") {
+				// Its storage was allocated, but D's recovery handed back
+				// none for it: the partial output is lost, and the row
+				// says so instead of ending as if there had been none.
+				term.Diagnostic = joinDiag(term.Diagnostic, words.PartialExportFailedBecause(storageNotRecovered))
 			}
 			if err := tx.FinishRead(a, task, present, term); err != nil {
 				return fmt.Errorf("finalizing attempt %s: %w", a.ID, err)

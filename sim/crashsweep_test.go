@@ -3,8 +3,10 @@ package sim
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +30,9 @@ type sweepWorld struct {
 	*World
 	keys map[string]string // task name → plan key
 	ids  map[string]string // attempt name → ID
+	// fresh: a real codeboost process without the Docker adapter recovered
+	// this world first, so simulated task storage was not its to export.
+	fresh bool
 }
 
 // sweepMutant, when set, is switched on in every sweep world (the bite test).
@@ -238,6 +243,7 @@ func (w *sweepWorld) check(t reporter, label string) {
 	fail := func(format string, args ...any) {
 		t.Errorf("%s: %s\ntrace:\n  %s", label, fmt.Sprintf(format, args...), strings.Join(w.Lines(), "\n  "))
 	}
+	w.checkDurable(fail)
 	r := w.Runner.Recovery()
 	if r.Err != nil {
 		fail("recovery failed: %v", r.Err)
@@ -282,9 +288,6 @@ func (w *sweepWorld) check(t reporter, label string) {
 		if unowned != reportedUnowned[a.ID] {
 			fail("attempt %s: unowned preparation %v, reported %v", w.Name(a.ID), unowned, reportedUnowned[a.ID])
 		}
-		if a.State == words.Pending || a.State == words.Running {
-			fail("attempt %s is still %s", w.Name(a.ID), a.State)
-		}
 		if w.D.StoragePresent(a.ID) && !unmatched[a.ID] {
 			fail("task storage of %s is left behind", w.Name(a.ID))
 		}
@@ -295,11 +298,10 @@ func (w *sweepWorld) check(t reporter, label string) {
 			a.DiagnosticRef == "" && !strings.Contains(a.Diagnostic, words.PartialExportFailed) {
 			fail("writable attempt %s ended %s with neither its partial output nor an export failure", w.Name(a.ID), a.State)
 		}
-		if a.DiagnosticRef != "" {
-			p := filepath.Join(w.Root(), w.Owner, "diagnostics", a.DiagnosticRef)
-			if _, err := os.Stat(p); err != nil {
-				fail("attempt %s points at missing file %s", w.Name(a.ID), a.DiagnosticRef)
-			}
+		// Nobody removes storage behind the sweep's back: storage that
+		// recovery could not find was lost by the runner itself.
+		if strings.Contains(a.Diagnostic, "found no task storage") && !w.fresh {
+			fail("writable attempt %s lost its partial output: its storage was gone before recovery exported it", w.Name(a.ID))
 		}
 	}
 	if entries, err := os.ReadDir(filepath.Join(w.Root(), w.Owner, "attempts")); err == nil {
@@ -313,9 +315,29 @@ func (w *sweepWorld) check(t reporter, label string) {
 			fail("%d attempt directories left behind (%d reported)", left, len(r.UnknownEntries))
 		}
 	}
-	requeued := map[string]bool{}
-	for _, k := range r.Requeue {
-		requeued[k] = true
+}
+
+// checkDurable verifies what the database file and the diagnostics
+// directory must show after any recovery, the simulated runner's or a fresh
+// OS process's: no attempt pending or running, every diagnostic_ref names a
+// file, no task-closed event missing or doubled, no pending cancel left, and
+// requeues exactly as step 6 says.
+func (w *sweepWorld) checkDurable(fail func(format string, args ...any)) {
+	var all []store.Attempt
+	if err := w.Store.View(func(tx *store.Tx) (err error) { all, err = tx.AllAttempts(); return err }); err != nil {
+		fail("%v", err)
+		return
+	}
+	for _, a := range all {
+		if a.State == words.Pending || a.State == words.Running {
+			fail("attempt %s is still %s", w.Name(a.ID), a.State)
+		}
+		if a.DiagnosticRef != "" {
+			p := filepath.Join(w.Root(), w.Owner, "diagnostics", a.DiagnosticRef)
+			if _, err := os.Stat(p); err != nil {
+				fail("attempt %s points at missing file %s", w.Name(a.ID), a.DiagnosticRef)
+			}
+		}
 	}
 	for name, key := range w.keys {
 		task, err := w.Store.Task(key)
@@ -344,6 +366,59 @@ func (w *sweepWorld) check(t reporter, label string) {
 			fail("task %s requeue_pending=%v, want %v", name, task.RequeuePending, want)
 		}
 	}
+}
+
+// codeboostBinary builds the production binary once per test process, for
+// the sweep's fresh-process sample.
+var codeboostBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "codeboost-sweep-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "codeboost")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/codeboost/codeboost/cmd/codeboost").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// recoverInFreshProcess is the sweep's fresh-OS-process sample: after the
+// crash, the production binary is given only the database path
+// (`codeboost serve --db FILE --check`: lock, Store, migrations, owner
+// token, startup recovery, shutdown), and the durable invariants must hold
+// when it exits. The database's runner root is the default next to it, the
+// same directory the simulated runner used; the binary has no Docker
+// adapter, so simulated task storage is not its to see. The simulated
+// runner then starts again over the same file, and the caller checks
+// everything.
+func (w *sweepWorld) recoverInFreshProcess(t reporter, label string) {
+	t.Helper()
+	bin, err := codeboostBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(w.Dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--db", w.DBPath, "--check")
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("%s: codeboost serve on the crashed database: %v\n%s", label, err, out)
+		return
+	}
+	st, err := store.Open(w.DBPath, store.Options{Now: w.Clock.Now, IDs: w.IDs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Store = st
+	w.fresh = true
+	w.checkDurable(func(format string, args ...any) {
+		t.Errorf("%s, recovered by a fresh process: %s\n%s", label, fmt.Sprintf(format, args...), out)
+	})
+	st.Close()
 }
 
 // TestCrashPointSweep crashes the workload at every event boundary and at
@@ -412,12 +487,17 @@ func sweep(t reporter) {
 	if raceEnabled {
 		stride = 4 // the race detector makes each run slow; sample every fourth point
 	}
-	points := 0
+	points, fresh := 0, 0
+	sample := 10 * stride // every tenth crash point also goes through a fresh OS process
 	for k := 1; k <= events; k += stride {
 		w := newSweepWorld(t)
 		w.Loop.CrashAt = k
 		w.runUntilCrash()
 		w.Crash()
+		if k%sample == 1 {
+			w.recoverInFreshProcess(t, fmt.Sprintf("crash before event %d", k))
+			fresh++
+		}
 		if err := w.Restart(); err != nil {
 			t.Fatalf("event %d: restart: %v", k, err)
 		}
@@ -435,6 +515,10 @@ func sweep(t reporter) {
 		crashed := !w.runUntilCrash()
 		w.FP.OnEach("store/before-commit", func() {})
 		w.Crash()
+		if k%sample == 1 {
+			w.recoverInFreshProcess(t, fmt.Sprintf("crash inside commit %d", k))
+			fresh++
+		}
 		if err := w.Restart(); err != nil {
 			t.Fatalf("commit %d: restart: %v", k, err)
 		}
@@ -495,6 +579,6 @@ func sweep(t reporter) {
 		w.check(t, fmt.Sprintf("crash inside recovery at point %d", j))
 		recoveryPoints++
 	}
-	t.Logf("crash points covered: %d in the workload (%d event boundaries, %d commits, stride %d) and %d inside recovery",
-		points, events, commits, stride, recoveryPoints)
+	t.Logf("crash points covered: %d in the workload (%d event boundaries, %d commits, stride %d) and %d inside recovery; %d of them recovered first by a fresh codeboost process",
+		points, events, commits, stride, recoveryPoints, fresh)
 }

@@ -269,6 +269,18 @@ func (d *D) Aborted(kind, attemptID string) (bool, error) {
 // StoragePresent reports whether the attempt's task storage exists.
 func (d *D) StoragePresent(attemptID string) bool { return d.storage[attemptID] != nil }
 
+// RemoveStorageByHand deletes the attempt's task storage behind the
+// runner's back (a person ran docker volume rm); it reports whether there
+// was any.
+func (d *D) RemoveStorageByHand(attemptID string) bool {
+	if d.storage[attemptID] == nil {
+		return false
+	}
+	delete(d.storage, attemptID)
+	d.tracef("storage of %s removed by hand", d.name(attemptID))
+	return true
+}
+
 func (d *D) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOwner, onGroup func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
 	if err := d.refused(OpStorage, owner.AttemptID); err != nil {
 		done(nil, err)

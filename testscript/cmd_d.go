@@ -42,6 +42,9 @@ func init() {
 		Command{Name: "storage", Usage: "storage ATTEMPT present|absent",
 			Summary: "asserts whether the attempt's task storage (volumes and keeper) exists in the simulated D",
 			Example: "storage A absent", Run: cmdStorage},
+		Command{Name: "remove-storage-by-hand", Usage: "remove-storage-by-hand ATTEMPT",
+			Summary: "a person deletes the attempt's task storage behind the runner's back (docker volume rm)",
+			Example: "remove-storage-by-hand A", Run: cmdRemoveStorageByHand},
 		Command{Name: "hostfiles", Usage: "hostfiles ATTEMPT present|absent",
 			Summary: "asserts whether the attempt directory <root>/<owner>/attempts/<id> exists on disk",
 			Example: "hostfiles A absent", Run: cmdHostFiles},
@@ -215,4 +218,14 @@ func cmdFinding(ts *gts.TestScript, neg bool, args []string) {
 	}
 	s := get(ts)
 	s.world(ts).SetFinding(s.attempt(ts, args[0]), args[1])
+}
+
+func cmdRemoveStorageByHand(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: remove-storage-by-hand ATTEMPT")
+	}
+	if !s.world(ts).D.RemoveStorageByHand(s.attempt(ts, args[0])) {
+		ts.Fatalf("remove-storage-by-hand: %s has no task storage", args[0])
+	}
 }
