@@ -146,6 +146,8 @@ var Catalog = map[string]string{
 
 	"mutant/recovery-silent-on-missing-storage": "startup recovery finalizes a writable row whose saved storage D did not hand back without saying its partial output was lost",
 
+	"mutant/recovery-ignores-stop-hint": "startup recovery records failed \"Interrupted\" without \"a stop may have been requested\" although a first-reason write failed before the crash",
+
 	// Mutants guarding plan runs (issue 3, item 8: "Start and resume").
 	"mutant/plan-run-skips-approvals":        "start, resume and the item executor do not require an approval for every item at the current revision",
 	"mutant/plan-run-ignores-review-version": "the item executor admits the next item although the review version changed while the earlier item ran",

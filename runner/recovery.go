@@ -204,10 +204,11 @@ func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
 		}
 	}
 	exports := map[string]exportResult{}
+	hints := c.stopHints(rows, byID)
 	var step func(i int)
 	step = func(i int) {
 		if i == len(matched) {
-			c.finalize(byID, rows, matched, exports)
+			c.finalize(byID, rows, matched, exports, hints)
 			return
 		}
 		m := matched[i]
@@ -232,6 +233,26 @@ func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
 
 type exportResult struct{ ref, diag string }
 
+// stopHints finds the active rows whose attempt directory holds the file a
+// failed first-reason write leaves (stop.go, noteUnsavedStop). Only a
+// regular file in a real directory counts; the path is built from IDs that
+// passed the UUID check.
+func (c *Coordinator) stopHints(rows []store.Attempt, byID map[string]store.Attempt) map[string]bool {
+	hints := map[string]bool{}
+	if c.fp.Fire("mutant/recovery-ignores-stop-hint") {
+		return hints
+	}
+	for _, a := range rows {
+		if _, ok := byID[a.ID]; !ok || (a.State != words.Pending && a.State != words.Running) {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(c.attemptDir(a.ID), stopHintName)); err == nil && fi.Mode().IsRegular() {
+			hints[a.ID] = true
+		}
+	}
+	return hints
+}
+
 // storageNotRecovered is the quoted cause for a writable row whose storage
 // D's owner-scoped recovery did not report (removed by hand, or a runner
 // without the Docker adapter).
@@ -246,7 +267,7 @@ func boundID(s string) string {
 
 // finalize is step 3's finalization transaction, with step 6's requeue
 // claim in it, then steps 4 to 8.
-func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attempt, matched []recoveredStorage, exports map[string]exportResult) {
+func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attempt, matched []recoveredStorage, exports map[string]exportResult, hints map[string]bool) {
 	var finalized, requeue, reconciled []string
 	err := c.write(func(tx *store.Tx) error {
 		finalized, requeue, reconciled = nil, nil, nil
@@ -270,6 +291,9 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 				a.FirstReason = ""
 			}
 			term := c.recoveredTerminal(a, task, present, tx.Now())
+			if hints[a.ID] && term.Diagnostic == words.Interrupted {
+				term.Diagnostic = joinDiag(term.Diagnostic, words.StopMayHaveBeenAsked)
+			}
 			if e, ok := exports[a.ID]; ok {
 				term.DiagnosticRef = e.ref
 				if e.diag != "" {

@@ -1,6 +1,12 @@
 package runner
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -39,9 +45,33 @@ func (c *Coordinator) stop(j *job, reason, staleCause string, tx *store.Tx) bool
 		return false
 	default:
 		c.trace("first reason %s for %s not saved: %v", reason, j.attemptID, err)
+		c.noteUnsavedStop(j, reason)
 		c.applyStop(j, reason, staleCause, false)
 		return true
 	}
+}
+
+// stopHintName is the file a failed first-reason write leaves in the
+// attempt directory. The contract's one way to lose a first reason is a
+// crash after a failed reason write and before a successful terminal write;
+// recovery "cannot recover a reason that was never saved", but it adds "a
+// stop may have been requested" to the diagnostic, and this file, written
+// outside the database that just failed, is how it knows that a write may
+// have failed. It is best effort: with no attempt directory yet (a stop
+// during storage allocation) there is nowhere to leave it.
+const stopHintName = "stop-requested"
+
+func (c *Coordinator) noteUnsavedStop(j *job, reason string) {
+	p := filepath.Join(c.attemptDir(j.attemptID), stopHintName)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		if !errors.Is(err, fs.ErrExist) {
+			c.trace("stop hint for %s not left: %v", j.attemptID, err)
+		}
+		return
+	}
+	f.WriteString(reason + "\n")
+	f.Close()
 }
 
 // applyStop is the in-memory effect of a stop: the job's first reason, then

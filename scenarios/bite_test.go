@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/codeboost/codeboost/failpoints"
@@ -31,7 +32,13 @@ func TestScenariosBite(t *testing.T) {
 				t.Parallel()
 				p := cbts.Params("", cbts.Options{Mutant: m})
 				p.Files = []string{sf.path}
-				if failed, log := runQuiet(p); !failed {
+				failed, log := runQuiet(p)
+				// With -v, each bite names the step where the mutant was
+				// caught, so a reviewer can check it is the guarded one.
+				if i := strings.LastIndex(log, "FAIL: "); i >= 0 {
+					t.Logf("%s under %s: %s", sf.name, m, strings.SplitN(log[i:], "\n", 2)[0])
+				}
+				if !failed {
 					t.Errorf("%s passed with %s switched on; it does not guard that behaviour\n%s", sf.name, m, log)
 				}
 			})
