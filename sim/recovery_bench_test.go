@@ -70,3 +70,52 @@ func plantLeftovers(w *World, n int) error {
 	}
 	return tx.Commit()
 }
+
+// BenchmarkRecovery10kRawBaseline is the same outcome written by hand: on
+// the same 10,000 planted rows, one raw SQLite transaction fails every
+// running attempt "Interrupted" and sets requeue_pending on its task, with
+// none of recovery's reads, guards, per-row checks, feedback or directory
+// work. The ratio of the two is what the coordinator's recovery costs over
+// the bare writes.
+func BenchmarkRecovery10kRawBaseline(b *testing.B) {
+	const n = 10000
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		w, err := NewWorld(b.TempDir(), Config{Seed: 9}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := plantLeftovers(w, n); err != nil {
+			b.Fatal(err)
+		}
+		w.Crash()
+		db, err := sql.Open("sqlite", "file:"+w.DBPath+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(wal)&_txlock=immediate")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		tx, err := db.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		now := w.Clock.Now().UnixMilli()
+		res, err := tx.Exec(`UPDATE attempts SET state = 'failed', diagnostic = 'Interrupted: codeboost stopped while this was running', settled_at = ? WHERE state IN ('pending', 'running')`, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tx.Exec(`UPDATE tasks SET requeue_pending = 1, state_version = state_version + 1 WHERE plan_key IN (SELECT plan_key FROM attempts WHERE state = 'failed')`); err != nil {
+			b.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		if got, _ := res.RowsAffected(); got != n {
+			b.Fatalf("finalized %d rows, want %d", got, n)
+		}
+		b.ReportMetric(elapsed.Seconds(), "s/recovery")
+		db.Close()
+	}
+}
