@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/codeboost/codeboost/sim"
 	"github.com/codeboost/codeboost/store"
 	"github.com/google/go-cmp/cmp"
 	gts "github.com/rogpeppe/go-internal/testscript"
@@ -16,8 +17,8 @@ import (
 
 func init() {
 	register(
-		Command{Name: "attempt", Usage: "attempt ATTEMPT [state=S] [first=R|none] [cause=TEXT] [stop=R|none] [exit=N|none] [diag=TEXT] [diag~=REGEXP] [ref=present|absent] [finding=TEXT|none] [allocation=set|unset] [baseline=set|unset] [kind=K] [item=N|none]",
-			Summary: "asserts fields of the attempt's durable row; a mismatch prints a diff",
+		Command{Name: "attempt", Usage: "attempt ATTEMPT [state=S] [first=R|none] [cause=TEXT] [stop=R|none] [exit=N|none] [diag=TEXT] [diag~=REGEXP] [ref=present|absent] [finding=TEXT|none] [allocation=set|unset] [baseline=set|unset] [kind=K] [item=N|none] [deadline=D]",
+			Summary: "asserts fields of the attempt's durable row (deadline: how long after the world's start, as the trace counts time); a mismatch prints a diff",
 			Example: "attempt A state=cancelled first=cancelled", Run: cmdAttempt},
 		Command{Name: "task", Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N]",
 			Summary: "asserts fields of the task's durable row",
@@ -122,6 +123,7 @@ func cmdAttempt(ts *gts.TestScript, neg bool, args []string) {
 	if at.Item != nil {
 		got["item"] = strconv.Itoa(*at.Item)
 	}
+	got["deadline"] = at.Deadline.Sub(sim.Epoch).String()
 	s.compare(ts, "attempt "+a.pos[0], a.kv, got)
 }
 
