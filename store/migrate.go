@@ -79,9 +79,7 @@ func (s *Store) migrateV5() error {
 		}
 	}
 	// The v6 tables; plans is kept as v5 wrote it (the same columns).
-	v6 := strings.NewReplacer("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ",
-		"CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", "CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS ").Replace(schema)
-	if err := exec(v6); err != nil {
+	if err := exec(schemaIfMissing()); err != nil {
 		return fmt.Errorf("store: migrate v5: create the v6 tables: %w", err)
 	}
 	now := s.now().UnixMilli()
@@ -149,4 +147,14 @@ func (s *Store) migrateV5() error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// schemaIfMissing is the v6 schema with every CREATE made idempotent: it adds
+// what a database lacks and leaves what it has. The v5 → v6 migration uses
+// it, and so does every open of a v6 database: tables and indexes added to
+// v6 after a database was created (the approvals table, the active-attempt
+// index) are additive, so such a database gains them instead of failing.
+func schemaIfMissing() string {
+	return strings.NewReplacer("CREATE TABLE ", "CREATE TABLE IF NOT EXISTS ",
+		"CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", "CREATE TRIGGER ", "CREATE TRIGGER IF NOT EXISTS ").Replace(schema)
 }

@@ -82,6 +82,9 @@ func (s *Store) migrate() error {
 	}
 	switch {
 	case v == schemaVersion:
+		if _, err := s.db.ExecContext(s.ctx, schemaIfMissing()); err != nil {
+			return fmt.Errorf("store: complete the v6 schema: %w", err)
+		}
 		return nil
 	case v == 0:
 		tx, err := s.db.BeginTx(s.ctx, nil)

@@ -113,6 +113,7 @@ CREATE TABLE attempts (
 	UNIQUE (plan_key, id)
 );
 CREATE INDEX attempts_by_task ON attempts(plan_key, created_at);
+CREATE INDEX attempts_active ON attempts(plan_key) WHERE state IN ('pending','running');
 CREATE TABLE user_actions (
 	plan_key     TEXT NOT NULL,
 	action_id    TEXT NOT NULL,
