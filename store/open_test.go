@@ -179,3 +179,24 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Errorf("state %s", got)
 	}
 }
+
+// A v6 database created before the approvals table and the active-attempt
+// index were added gains both when it is opened, and keeps its rows.
+func TestOpenCompletesAnEarlierV6Schema(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask("")
+	e.s.Close()
+	e.rawExec(`DROP TABLE approvals`)
+	e.rawExec(`DROP INDEX attempts_active`)
+	s, err := store.Open(e.path, store.Options{Now: e.clock.Now, IDs: ids.NewSeeded(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Update(func(tx *store.Tx) error { _, err := tx.Approve(key, 1); return err }); err != nil {
+		t.Fatalf("Approve on the completed schema: %v", err)
+	}
+	if n := e.rawInt(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'attempts_active'`); n != 1 {
+		t.Errorf("attempts_active index: %d", n)
+	}
+}
