@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/codeboost/codeboost/dadapter/procgroup"
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/store"
+)
+
+// Ctrl+C during startup, with real processes: the contract's "A first
+// Ctrl+C during startup waits for startup to finish; a second stops the
+// process at once, which recovery treats like a crash at the next start".
+// Startup is kept busy by a real leftover preparation group that ignores
+// SIGTERM: recovery's step 2b proves its identity, sends SIGTERM, waits the
+// 5-second grace and sends SIGKILL, and only then goes on.
+
+var buildOnce = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "codeboost-cli-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "codeboost")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/codeboost/codeboost/cmd/codeboost").CombinedOutput(); err != nil {
+		return "", &buildError{err, out}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
+
+// busyStartup prepares a database whose startup recovery must stop a live
+// preparation group that ignores SIGTERM, and returns the database path.
+func busyStartup(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("waits for a real 5-second SIGTERM grace")
+	}
+	// Build before HOME changes: go build finds its cache under HOME.
+	if _, err := buildOnce(); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "codeboost.db")
+	code, out, errs := runServe(t, "--db", db, "--check")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	token := ownerLine.FindStringSubmatch(out)[1]
+	attempt, _, _ := leaveCrashedAttempt(t, db, dir, token)
+
+	child := exec.Command("sh", "-c", `trap "" TERM; exec sleep 60`)
+	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go child.Wait() // reap it once killed, as its own parent would
+	t.Cleanup(func() { syscall.Kill(-child.Process.Pid, syscall.SIGKILL) })
+	var identity string
+	for i := 0; i < 100 && identity == ""; i++ { // the shell execs sleep; the identity is the leader's start ticks either way
+		identity, _ = procgroup.CurrentIdentity(child.Process.Pid)
+		time.Sleep(time.Millisecond)
+	}
+	st, err := store.Open(db, store.Options{Now: time.Now, IDs: ids.Random{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.ShutdownCapability().Update(func(tx *store.Tx) error {
+		return tx.SetPreparationGroup(attempt.ID, child.Process.Pid, time.Now(), identity)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// startServe starts the real binary and returns it with a reader of its
+// combined output lines and a channel closed once it has exited.
+func startServe(t *testing.T, args ...string) (*exec.Cmd, *lineReader, <-chan struct{}) {
+	t.Helper()
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lr := &lineReader{lines: make(chan string, 100)}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lr.lines <- sc.Text()
+		}
+		close(lr.lines)
+	}()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); pw.Close(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	return cmd, lr, exited
+}
+
+type lineReader struct {
+	lines chan string
+	all   bytes.Buffer
+}
+
+// until reads lines until one contains want; it fails after 30 s.
+func (r *lineReader) until(t *testing.T, want string) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-r.lines:
+			if !ok {
+				t.Fatalf("output ended without %q:\n%s", want, r.all.String())
+			}
+			r.all.WriteString(l + "\n")
+			if strings.Contains(l, want) {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no %q after 30 s:\n%s", want, r.all.String())
+		}
+	}
+}
+
+// rest drains the output until the process closes it.
+func (r *lineReader) rest() string {
+	for l := range r.lines {
+		r.all.WriteString(l + "\n")
+	}
+	return r.all.String()
+}
+
+func TestFirstCtrlCDuringStartupWaitsForStartup(t *testing.T) {
+	db := busyStartup(t)
+	cmd, out, exited := startServe(t, "--db", db)
+	out.until(t, "recovery: started")
+	start := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	all := out.rest()
+	<-exited
+	if !cmd.ProcessState.Success() {
+		t.Fatalf("exit %v\n%s", cmd.ProcessState, all)
+	}
+	// Startup finished (the group stopped after its grace, every row
+	// finalized), and only then did shutdown begin.
+	done := strings.Index(all, "recovery: done")
+	stopping := strings.Index(all, "codeboost: stopping")
+	if done < 0 || stopping < done || !strings.Contains(all, "recovery: finalized") {
+		t.Fatalf("startup did not finish before shutdown:\n%s", all)
+	}
+	if waited := time.Since(start); waited < 3*time.Second {
+		t.Errorf("exited after %v, before the group's 5-second grace could end", waited)
+	}
+}
+
+func TestSecondCtrlCDuringStartupStopsAtOnce(t *testing.T) {
+	db := busyStartup(t)
+	cmd, out, exited := startServe(t, "--db", db)
+	out.until(t, "recovery: started")
+	cmd.Process.Signal(os.Interrupt)
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	all := out.rest()
+	<-exited
+	if code := cmd.ProcessState.ExitCode(); code != 130 || strings.Contains(all, "recovery: done") {
+		t.Fatalf("want exit 130 before recovery finished, got %d:\n%s", code, all)
+	}
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Errorf("the second Ctrl+C took %v to stop the process", waited)
+	}
+	// The next start recovers as after a crash: the lock went with the
+	// process, and the row is finalized now.
+	code, stdout, errs := runServe(t, "--db", db, "--check")
+	if code != 0 || !strings.Contains(stdout, "recovery: finalized") {
+		t.Fatalf("the next start: exit %d\n%s%s", code, stdout, errs)
+	}
+}
