@@ -141,9 +141,17 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "codeboost: stopping")
 	c.BeginShutdown()
 	st.CloseWriteGate()
+	if duringShutdown != nil {
+		duringShutdown()
+	}
 	<-c.Drained()
 	return 0
 }
+
+// duringShutdown, when a test sets it, runs after shutdown began and before
+// it is awaited: without a Docker adapter no job can keep shutdown busy, so
+// the test holds it open here to send a second signal. Nil in the binary.
+var duringShutdown func()
 
 // newCoordinator builds the production runner: the real Store, loop and
 // clock, random IDs, process-group recovery through procgroup, and no

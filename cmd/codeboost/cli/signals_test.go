@@ -198,3 +198,70 @@ func TestSecondCtrlCDuringStartupStopsAtOnce(t *testing.T) {
 		t.Fatalf("the next start: exit %d\n%s%s", code, stdout, errs)
 	}
 }
+
+// syncBuffer is a bytes.Buffer safe for serve's writers and its signal
+// goroutine at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSecondSignalDuringShutdownSkipsNothing: after startup, the first
+// SIGINT begins shutdown; a second one while shutdown is still under way
+// prints "Still stopping agents…" and shutdown goes on to its end (exit 0,
+// the lock released), instead of stopping the process.
+func TestSecondSignalDuringShutdownSkipsNothing(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	db := filepath.Join(dir, "codeboost.db")
+	ready := filepath.Join(dir, "ready")
+	held, release := make(chan struct{}), make(chan struct{})
+	duringShutdown = func() { close(held); <-release }
+	defer func() { duringShutdown = nil }()
+
+	var out, errs syncBuffer
+	code := make(chan int, 1)
+	go func() { code <- serve([]string{"--db", db, "--ready", ready}, &out, &errs) }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if i > 3000 {
+			t.Fatalf("serve never became ready:\n%s%s", out.String(), errs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	<-held
+	syscall.Kill(os.Getpid(), syscall.SIGINT)
+	for i := 0; !strings.Contains(errs.String(), "Still stopping agents…"); i++ {
+		if i > 3000 {
+			t.Fatalf("no \"Still stopping agents…\" after the second signal:\n%s", errs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(release)
+	if c := <-code; c != 0 {
+		t.Fatalf("exit %d\n%s%s", c, out.String(), errs.String())
+	}
+	if !strings.Contains(out.String(), "shutdown: every job ended") {
+		t.Errorf("shutdown did not run to its end:\n%s", out.String())
+	}
+	// The lock went with the finished shutdown: the next start takes it.
+	duringShutdown = nil
+	if c, o, e := runServe(t, "--db", db, "--check"); c != 0 {
+		t.Fatalf("next start: exit %d\n%s%s", c, o, e)
+	}
+}
