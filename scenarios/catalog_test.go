@@ -13,12 +13,18 @@ import (
 var issue2IDs = strings.Fields(`R002 R003 R006 R008 R012 R013 R015 R016 R017 R019 R020 R023 R025 R027 R028
 	R029 R044 R045 R046 R048 R049 R056 R059 R065 R069 R073 R074 R075 R083 R094 R097 R106 R107 R109 R110 R111 R112 R113`)
 
+// issue3IDs are the regressions issue 3 replays (crash, restart, shutdown,
+// the lock, the owner token, preparation groups, plan runs).
+var issue3IDs = strings.Fields(`R009 R011 R014 R018 R021 R022 R024 R026 R030 R033 R034 R037 R039 R040 R051 R052
+	R053 R058 R060 R062 R064 R066 R068 R071 R072 R076 R077 R078 R079 R080 R081 R082 R084 R085 R086 R089 R090 R091
+	R092 R093 R096 R098 R099 R100 R101 R102 R103 R104 R105 R108`)
+
 func TestEveryRequiredRegressionHasAScenario(t *testing.T) {
 	have := map[string]bool{}
 	for _, sf := range scenarioFiles(t) {
 		have[sf.id] = true
 	}
-	for _, id := range issue2IDs {
+	for _, id := range append(append([]string(nil), issue2IDs...), issue3IDs...) {
 		if !have[id] {
 			t.Errorf("regression %s has no scenario file in testdata/", id)
 		}
