@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"slices"
+
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -31,6 +33,13 @@ type Status struct {
 	Unresolved    *Unresolved
 	Label         string // the current attempt's screen label, or ""
 	PlanRun       bool   // a plan run is in progress (start and resume are refused)
+	// Startable and Resumable are GET /api/runner's startable and
+	// resumable: the Store's own checks of start and resume at the present
+	// versions, and the runner's (open, not shutting down or needing a
+	// restart, a free slot, execute attempts allowed, no job, marker or run
+	// for the task), withheld while the task budget has run out.
+	Startable bool
+	Resumable bool
 }
 
 // Status reads a task. It never waits behind a long event and never
@@ -39,10 +48,12 @@ type Status struct {
 func (c *Coordinator) Status(planKey string) (Status, error) {
 	snap := c.snap.Load()
 	var st Status
+	var startErr, resumeErr error
 	err := c.deps.Store.View(func(tx *store.Tx) (err error) {
 		if st.Task, err = tx.Task(planKey); err != nil {
 			return err
 		}
+		startErr, resumeErr = tx.CanStart(planKey), tx.CanResume(planKey)
 		st.Attempts, err = tx.Attempts(planKey)
 		return err
 	})
@@ -52,6 +63,10 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 	facts, held := snap.tasks[planKey]
 	st.PlanRun = snap.runs[planKey]
 	st.Available = snap.open && !snap.unreleased && snap.slotsUsed < c.cfg.Slots
+	budgetOut := st.Task.BudgetDeadline != nil && !c.deps.Clock.Now().Before(*st.Task.BudgetDeadline)
+	runnable := st.Available && !held && !st.PlanRun && !budgetOut && slices.Contains(c.cfg.Kinds, words.KindExecute)
+	st.Startable = runnable && startErr == nil
+	st.Resumable = runnable && resumeErr == nil
 	if held && facts.stopReason != "" && facts.unresolved == "" {
 		st.StopRequested = &StopRequested{AttemptID: facts.attemptID, Reason: facts.stopReason, Saved: facts.stopSaved}
 	}

@@ -69,6 +69,8 @@ var contextEffects = map[string]contextEffect{
 	"Tx.Finish":                   doesNotChangeContext,
 	"Tx.ResumePlan":               doesNotChangeContext,
 	"Tx.StartPlan":                doesNotChangeContext,
+	"Tx.CanStart":                 doesNotChangeContext,
+	"Tx.CanResume":                doesNotChangeContext,
 	"Tx.NextPlanItem":             doesNotChangeContext,
 	"Tx.Approve":                  doesNotChangeContext,
 	"Tx.BudgetSpent":              doesNotChangeContext,

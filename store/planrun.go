@@ -193,35 +193,9 @@ type PlanStart struct {
 // every item approved; an in review task moves to queued in this same
 // transaction. The run starts at the first item.
 func (t *Tx) StartPlan(planKey string, expectedStateVersion int64, expectedReviewVersion int) (PlanStart, error) {
-	task, err := t.runnable(planKey)
+	start, task, err := t.startChecks(planKey, expectedStateVersion, expectedReviewVersion)
 	if err != nil {
 		return PlanStart{}, err
-	}
-	if task.Status != words.StatusInReview && task.Status != words.StatusQueued {
-		return PlanStart{}, refuse(CodeTaskInactive, "start needs a task in review or queued; this one is %s", task.Status)
-	}
-	if task.RequeuePending {
-		return PlanStart{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
-	}
-	if task.StateVersion != expectedStateVersion {
-		return PlanStart{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
-	}
-	p, err := t.planProgress(planKey)
-	if err != nil {
-		return PlanStart{}, err
-	}
-	if p.executed {
-		return PlanStart{}, refuse(CodeIllegal, "revision %d has already started running; resume it instead", p.plan.Revision)
-	}
-	if err := checkReviewVersion(p, expectedReviewVersion); err != nil {
-		return PlanStart{}, err
-	}
-	if err := t.approvalGate(planKey, p); err != nil {
-		return PlanStart{}, err
-	}
-	item, ok := p.next()
-	if !ok {
-		return PlanStart{}, refuse(CodeIllegal, "revision %d has no items", p.plan.Revision)
 	}
 	if task.Status == words.StatusInReview {
 		if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusQueued, planKey); err != nil {
@@ -230,9 +204,75 @@ func (t *Tx) StartPlan(planKey string, expectedStateVersion int64, expectedRevie
 		if err := t.bump(planKey); err != nil {
 			return PlanStart{}, err
 		}
-		expectedStateVersion++
+		start.ExpectedStateVersion++
 	}
-	return PlanStart{Item: item, ExpectedStateVersion: expectedStateVersion}, nil
+	return start, nil
+}
+
+// startChecks is every check of "start", with no write.
+func (t *Tx) startChecks(planKey string, expectedStateVersion int64, expectedReviewVersion int) (PlanStart, Task, error) {
+	task, err := t.runnable(planKey)
+	if err != nil {
+		return PlanStart{}, task, err
+	}
+	if task.Status != words.StatusInReview && task.Status != words.StatusQueued {
+		return PlanStart{}, task, refuse(CodeTaskInactive, "start needs a task in review or queued; this one is %s", task.Status)
+	}
+	if task.RequeuePending {
+		return PlanStart{}, task, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
+	}
+	if task.StateVersion != expectedStateVersion {
+		return PlanStart{}, task, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
+	}
+	p, err := t.planProgress(planKey)
+	if err != nil {
+		return PlanStart{}, task, err
+	}
+	if p.executed {
+		return PlanStart{}, task, refuse(CodeIllegal, "revision %d has already started running; resume it instead", p.plan.Revision)
+	}
+	if err := checkReviewVersion(p, expectedReviewVersion); err != nil {
+		return PlanStart{}, task, err
+	}
+	if err := t.approvalGate(planKey, p); err != nil {
+		return PlanStart{}, task, err
+	}
+	item, ok := p.next()
+	if !ok {
+		return PlanStart{}, task, refuse(CodeIllegal, "revision %d has no items", p.plan.Revision)
+	}
+	return PlanStart{Item: item, ExpectedStateVersion: expectedStateVersion}, task, nil
+}
+
+// CanStart and CanResume are GET /api/runner's startable and resumable,
+// "computed by the same checks" as the actions against the present state
+// and review versions, with no write: nil means the Store would admit.
+func (t *Tx) CanStart(planKey string) error {
+	sv, rv, err := t.versions(planKey)
+	if err != nil {
+		return err
+	}
+	_, _, err = t.startChecks(planKey, sv, rv)
+	return err
+}
+
+// CanResume: see CanStart.
+func (t *Tx) CanResume(planKey string) error {
+	sv, rv, err := t.versions(planKey)
+	if err != nil {
+		return err
+	}
+	_, err = t.ResumePlan(planKey, sv, rv)
+	return err
+}
+
+func (t *Tx) versions(planKey string) (int64, int, error) {
+	task, err := t.Task(planKey)
+	if err != nil {
+		return 0, 0, err
+	}
+	plan, err := t.Plan(planKey)
+	return task.StateVersion, plan.ReviewVersion, err
 }
 
 // ResumePlan is "resume": a task running or queued that has started running

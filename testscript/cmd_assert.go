@@ -23,8 +23,8 @@ func init() {
 		Command{Name: "task", Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N]",
 			Summary: "asserts fields of the task's durable row",
 			Example: "task T1 status='needs human' cancel=unset", Run: cmdTask},
-		Command{Name: "status", Usage: "status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B]",
-			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label, a plan run in progress)",
+		Command{Name: "status", Usage: "status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B] [startable=B] [resumable=B]",
+			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label, a plan run in progress, startable and resumable)",
 			Example: "status T1 stop=cancelled saved=false label='Stopping (not saved yet)'", Run: cmdStatus},
 		Command{Name: "slots", Usage: "slots N",
 			Summary: "asserts how many runner slots are held (reserved, running, or under a marker)",
@@ -173,7 +173,8 @@ func cmdStatus(ts *gts.TestScript, neg bool, args []string) {
 		s.fatal(ts, "%v", err)
 	}
 	got := map[string]string{"retryable": boolStr(st.Retryable), "runagain": boolStr(st.RunAgain), "stop": "none",
-		"saved": "none", "unresolved": "none", "label": st.Label, "available": boolStr(st.Available), "run": boolStr(st.PlanRun)}
+		"saved": "none", "unresolved": "none", "label": st.Label, "available": boolStr(st.Available), "run": boolStr(st.PlanRun),
+		"startable": boolStr(st.Startable), "resumable": boolStr(st.Resumable)}
 	if st.StopRequested != nil {
 		got["stop"], got["saved"] = st.StopRequested.Reason, boolStr(st.StopRequested.Saved)
 	}
