@@ -30,6 +30,7 @@ type job struct {
 	prepTimedOut  bool                     // the attempt deadline aborted preparation
 	groupReported bool                     // the step in flight reported its process group
 	storage       dadapter.TaskFilesystems // nil until allocation returns
+	baselineSaved bool                     // the storage's baseline and base are on the row
 	clone         *dadapter.Clone
 	deadlineTimer Timer
 	budgetTimer   Timer

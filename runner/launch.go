@@ -41,9 +41,13 @@ func (c *Coordinator) storagePrepared(j *job, fs dadapter.TaskFilesystems, err e
 	if fs != nil {
 		j.storage = fs
 		c.trace("storage ready %s", j.attemptID)
-		if werr := c.write(func(tx *store.Tx) error {
-			return tx.SetStorageBaseline(j.attemptID, fs.MetadataBaseline(), fs.Base())
-		}); werr != nil && err == nil {
+	}
+	// The baseline is saved in this same event, before anything else can
+	// run: on the way to the clone it rides in the clone's "preparation
+	// starting" write (one commit fewer per attempt); on every other way
+	// out it is written on its own first.
+	if err != nil || j.firstReason != "" || j.prepTimedOut {
+		if werr := c.saveBaseline(j, nil); werr != nil && err == nil {
 			err = werr
 		}
 	}
@@ -57,6 +61,29 @@ func (c *Coordinator) storagePrepared(j *job, fs dadapter.TaskFilesystems, err e
 	c.prepareClone(j)
 }
 
+// saveBaseline writes the storage's metadata baseline and base onto the row
+// once, joining tx when given.
+func (c *Coordinator) saveBaseline(j *job, tx *store.Tx) error {
+	if j.storage == nil || j.baselineSaved {
+		return nil
+	}
+	write := func(tx *store.Tx) error {
+		return tx.SetStorageBaseline(j.attemptID, j.storage.MetadataBaseline(), j.storage.Base())
+	}
+	if tx != nil {
+		if err := write(tx); err != nil {
+			return err
+		}
+		tx.AfterCommit(func() { j.baselineSaved = true })
+		return nil
+	}
+	err := c.write(write)
+	if err == nil {
+		j.baselineSaved = true
+	}
+	return err
+}
+
 func (c *Coordinator) prepareClone(j *job) {
 	dir := c.attemptDir(j.attemptID)
 	err := os.Mkdir(dir, 0o700)
@@ -66,6 +93,7 @@ func (c *Coordinator) prepareClone(j *job) {
 		}
 	}
 	if err != nil {
+		c.saveBaseline(j, nil)
 		c.preparationFailed(j, "attempt directory: "+err.Error())
 		return
 	}
@@ -102,6 +130,9 @@ func (c *Coordinator) clonePrepared(j *job, cl dadapter.Clone, err error) {
 // names instead of forgetting. If it cannot be saved, nothing is spawned.
 func (c *Coordinator) markPreparationStarting(j *job) bool {
 	if err := c.write(func(tx *store.Tx) error {
+		if err := c.saveBaseline(j, tx); err != nil {
+			return err
+		}
 		return tx.MarkPreparationStarting(j.attemptID, c.deps.Clock.Now())
 	}); err != nil {
 		c.preparationFailed(j, "preparation mark: "+err.Error())
