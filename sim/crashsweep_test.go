@@ -6,12 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/failpoints"
+	"github.com/codeboost/codeboost/internal/testbin"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
@@ -368,21 +368,6 @@ func (w *sweepWorld) checkDurable(fail func(format string, args ...any)) {
 	}
 }
 
-// codeboostBinary builds the production binary once per test process, for
-// the sweep's fresh-process sample.
-var codeboostBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "codeboost-sweep-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "codeboost")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/codeboost/codeboost/cmd/codeboost").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
 // recoverInFreshProcess is the sweep's fresh-OS-process sample: after the
 // crash, the production binary is given only the database path
 // (`codeboost serve --db FILE --check`: lock, Store, migrations, owner
@@ -394,7 +379,7 @@ var codeboostBinary = sync.OnceValues(func() (string, error) {
 // everything.
 func (w *sweepWorld) recoverInFreshProcess(t reporter, label string) {
 	t.Helper()
-	bin, err := codeboostBinary()
+	bin, err := testbin.Codeboost()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,6 +405,8 @@ func (w *sweepWorld) recoverInFreshProcess(t reporter, label string) {
 	})
 	st.Close()
 }
+
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // TestCrashPointSweep crashes the workload at every event boundary and at
 // every Store commit, restarts, and checks the invariants.

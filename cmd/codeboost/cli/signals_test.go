@@ -15,6 +15,7 @@ import (
 
 	"github.com/codeboost/codeboost/dadapter/procgroup"
 	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/internal/testbin"
 	"github.com/codeboost/codeboost/store"
 )
 
@@ -25,24 +26,7 @@ import (
 // SIGTERM: recovery's step 2b proves its identity, sends SIGTERM, waits the
 // 5-second grace and sends SIGKILL, and only then goes on.
 
-var buildOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "codeboost-cli-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "codeboost")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/codeboost/codeboost/cmd/codeboost").CombinedOutput(); err != nil {
-		return "", &buildError{err, out}
-	}
-	return bin, nil
-})
-
-type buildError struct {
-	err error
-	out []byte
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // busyStartup prepares a database whose startup recovery must stop a live
 // preparation group that ignores SIGTERM, and returns the database path.
@@ -52,7 +36,7 @@ func busyStartup(t *testing.T) string {
 		t.Skip("waits for a real 5-second SIGTERM grace")
 	}
 	// Build before HOME changes: go build finds its cache under HOME.
-	if _, err := buildOnce(); err != nil {
+	if _, err := testbin.Codeboost(); err != nil {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
@@ -95,7 +79,7 @@ func busyStartup(t *testing.T) string {
 // combined output lines and a channel closed once it has exited.
 func startServe(t *testing.T, args ...string) (*exec.Cmd, *lineReader, <-chan struct{}) {
 	t.Helper()
-	bin, err := buildOnce()
+	bin, err := testbin.Codeboost()
 	if err != nil {
 		t.Fatal(err)
 	}

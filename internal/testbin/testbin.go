@@ -1,0 +1,50 @@
+// Package testbin builds the production codeboost binary once per test
+// process, for tests that must run it as a real OS process (the crash
+// sweep's fresh-process sample, the signal tests). It is used by tests
+// only; Main removes the build when the tests end.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var (
+	mu  sync.Mutex
+	dir string
+)
+
+var build = sync.OnceValues(func() (string, error) {
+	d, err := os.MkdirTemp("", "codeboost-testbin")
+	if err != nil {
+		return "", err
+	}
+	mu.Lock()
+	dir = d
+	mu.Unlock()
+	bin := filepath.Join(d, "codeboost")
+	// go build finds its cache under HOME: call Codeboost before a test
+	// changes HOME, or the build starts from nothing.
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/codeboost/codeboost/cmd/codeboost").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// Codeboost returns the path of the built binary.
+func Codeboost() (string, error) { return build() }
+
+// Main runs the tests, then removes the build.
+func Main(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	mu.Unlock()
+	os.Exit(code)
+}
