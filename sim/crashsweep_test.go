@@ -400,9 +400,20 @@ func (w *sweepWorld) recoverInFreshProcess(t reporter, label string) {
 	}
 	w.Store = st
 	w.fresh = true
-	w.checkDurable(func(format string, args ...any) {
+	fail := func(format string, args ...any) {
 		t.Errorf("%s, recovered by a fresh process: %s\n%s", label, fmt.Sprintf(format, args...), out)
-	})
+	}
+	w.checkDurable(fail)
+	// The real process removed every attempt directory but an unowned
+	// preparation's (step 7 keeps it for --release-preparation).
+	if entries, err := os.ReadDir(filepath.Join(w.Root(), w.Owner, "attempts")); err == nil {
+		for _, e := range entries {
+			a, err := st.Attempt(e.Name())
+			if err != nil || a.PreparationStartedAt == nil || a.PreparationPGID != nil {
+				fail("attempt directory %s left behind", w.Name(e.Name()))
+			}
+		}
+	}
 	st.Close()
 }
 
