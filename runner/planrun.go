@@ -134,7 +134,7 @@ func (c *Coordinator) continueRun(run *planRun) {
 		if store.RefusalCode(err) == store.CodeBudgetSpent {
 			c.deps.Store.Update(func(tx *store.Tx) error { return tx.BudgetSpent(run.planKey) })
 		}
-		if finished {
+		if err == nil {
 			end("every item completed; task in review")
 		} else {
 			end(err.Error())
