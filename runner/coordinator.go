@@ -23,6 +23,7 @@ type Store interface {
 	View(fn func(*store.Tx) error) error
 	UserAction(a store.Action, fn func(*store.Tx) (store.Response, error)) (store.Response, error)
 	Admit(r store.AdmitRequest) (store.Attempt, error)
+	AdmissionRefused(planKey string, err error)
 	Task(planKey string) (store.Task, error)
 	Attempt(id string) (store.Attempt, error)
 	Attempts(planKey string) ([]store.Attempt, error)

@@ -131,9 +131,7 @@ func (c *Coordinator) continueRun(run *planRun) {
 	})
 	if err != nil || finished {
 		release()
-		if store.RefusalCode(err) == store.CodeBudgetSpent {
-			c.deps.Store.Update(func(tx *store.Tx) error { return tx.BudgetSpent(run.planKey) })
-		}
+		c.deps.Store.AdmissionRefused(run.planKey, err)
 		if err == nil {
 			end("every item completed; task in review")
 		} else {

@@ -15,14 +15,7 @@ func BenchmarkRecovery10k(b *testing.B) {
 	const n = 10000
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		w, err := NewWorld(b.TempDir(), Config{Seed: 9}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := plantLeftovers(w, n); err != nil {
-			b.Fatal(err)
-		}
-		w.Crash()
+		w := crashedWith(b, n)
 		b.StartTimer()
 		start := time.Now()
 		if err := w.Restart(); err != nil {
@@ -37,6 +30,19 @@ func BenchmarkRecovery10k(b *testing.B) {
 		b.ReportMetric(elapsed.Seconds(), "s/recovery")
 		w.Close()
 	}
+}
+
+// crashedWith is a world whose runner was killed with n running attempts.
+func crashedWith(b *testing.B, n int) *World {
+	w, err := NewWorld(b.TempDir(), Config{Seed: 9}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := plantLeftovers(w, n); err != nil {
+		b.Fatal(err)
+	}
+	w.Crash()
+	return w
 }
 
 // plantLeftovers writes n tasks, each with one running attempt, straight
@@ -81,14 +87,7 @@ func BenchmarkRecovery10kRawBaseline(b *testing.B) {
 	const n = 10000
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		w, err := NewWorld(b.TempDir(), Config{Seed: 9}, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := plantLeftovers(w, n); err != nil {
-			b.Fatal(err)
-		}
-		w.Crash()
+		w := crashedWith(b, n)
 		db, err := sql.Open("sqlite", "file:"+w.DBPath+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(wal)&_txlock=immediate")
 		if err != nil {
 			b.Fatal(err)

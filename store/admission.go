@@ -110,15 +110,22 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 	return t.Attempt(id)
 }
 
-// Admit runs admission in its own transaction. A refusal for a spent budget
-// also moves an idle running or queued task to needs human, in a transaction
-// of its own, since the refused admission rolled back.
+// Admit runs admission in its own transaction; see AdmissionRefused.
 func (s *Store) Admit(r AdmitRequest) (a Attempt, err error) {
 	err = s.Update(func(tx *Tx) error { a, err = tx.Admit(r); return err })
-	if RefusalCode(err) == CodeBudgetSpent {
-		s.Update(func(tx *Tx) error { return tx.budgetSpent(r.PlanKey) })
-	}
+	s.AdmissionRefused(r.PlanKey, err)
 	return a, err
+}
+
+// AdmissionRefused is the second half of "a spent budget refuses admission
+// and moves an idle task to needs human": the transaction that held the
+// refused admission (a plain one, a user action's, a plan run's next item)
+// has rolled back, so the move is a transaction of its own. Any error other
+// than that refusal is left alone.
+func (s *Store) AdmissionRefused(planKey string, err error) {
+	if RefusalCode(err) == CodeBudgetSpent {
+		s.Update(func(tx *Tx) error { return tx.budgetSpent(planKey) })
+	}
 }
 
 // budgetSpent moves an idle running or queued task to needs human.

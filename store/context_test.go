@@ -73,7 +73,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.CanResume":                doesNotChangeContext,
 	"Tx.NextPlanItem":             doesNotChangeContext,
 	"Tx.Approve":                  doesNotChangeContext,
-	"Tx.BudgetSpent":              doesNotChangeContext,
+	"Store.AdmissionRefused":      doesNotChangeContext,
 	"Tx.PreparationGroups":        doesNotChangeContext,
 	"Tx.RequeueCandidates":        doesNotChangeContext,
 	"Tx.FinishRead":               doesNotChangeContext,

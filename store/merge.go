@@ -276,12 +276,5 @@ func (t *Tx) openTaskFor(planKey, what, id string) (Task, error) {
 	if err := ids.CheckUUID(what, id); err != nil {
 		return Task{}, refuse(CodeBadInput, "%s", err.Error())
 	}
-	task, err := t.Task(planKey)
-	if err != nil {
-		return task, err
-	}
-	if words.Closed(task.Status) {
-		return task, refuse(CodeTaskClosed, "task is %s and never changes again", task.Status)
-	}
-	return task, nil
+	return t.openTask(planKey)
 }

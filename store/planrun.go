@@ -149,12 +149,9 @@ func (t *Tx) approvalGate(planKey string, p planProgress) error {
 // ("A runner that cannot run execute attempts" and "an earlier run still
 // finishing" are the runner's in-memory checks.)
 func (t *Tx) runnable(planKey string) (Task, error) {
-	task, err := t.Task(planKey)
+	task, err := t.openTask(planKey)
 	if err != nil {
 		return task, err
-	}
-	if words.Closed(task.Status) {
-		return task, refuse(CodeTaskClosed, "task is %s", task.Status)
 	}
 	if task.CancelRequested != "" {
 		return task, refuse(CodeCancelPending, "cancel task is pending")
@@ -350,8 +347,3 @@ func (t *Tx) NextPlanItem(planKey string, reviewVersion int) (next PlanStart, fi
 	}
 	return PlanStart{Item: item, ExpectedStateVersion: task.StateVersion, ClaimRequeue: task.RequeuePending}, false, nil
 }
-
-// BudgetSpent moves an idle running or queued task to needs human; a user
-// action calls it in a transaction of its own after its admission was
-// refused for a spent budget (the refusal rolled the action back).
-func (t *Tx) BudgetSpent(planKey string) error { return t.budgetSpent(planKey) }

@@ -107,17 +107,22 @@ func again(ts *gts.TestScript, neg bool, args []string, what string) {
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: %s ATTEMPT [as=NAME] [k=v...]", what)
 	}
-	r := s.actionRequest(ts, a, a.pos[0])
-	if name := a.kv["as"]; name != "" {
-		if err := w.NameNext(name); err != nil {
-			ts.Fatalf("%v", err)
-		}
-	}
 	f := w.Runner.Retry
 	if what == "run-again" {
 		f = w.Runner.RunAgain
 	}
-	resp, err := f(r)
+	s.admitting(ts, neg, a, what, f, s.actionRequest(ts, a, a.pos[0]))
+}
+
+// admitting runs a user action that may admit an attempt: the attempt gets
+// the as= name, and the response is printed and checked.
+func (s *scenario) admitting(ts *gts.TestScript, neg bool, a argSet, what string, act func(runner.ActionRequest) (store.Response, error), r runner.ActionRequest) {
+	if name := a.kv["as"]; name != "" {
+		if err := s.world(ts).NameNext(name); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+	resp, err := act(r)
 	printResponse(ts, s, resp)
 	s.expect(ts, neg, what, err)
 }

@@ -39,18 +39,11 @@ func cmdPlanAction(kind string) func(ts *gts.TestScript, neg bool, args []string
 		key := s.planKey(ts, a.pos[0])
 		r := runner.ActionRequest{PlanKey: key, ExpectedStateVersion: s.stateVersion(ts, key, a),
 			ExpectedReviewVersion: s.reviewVersion(ts, key, a), ActionID: s.action(a)}
-		if name := a.kv["as"]; name != "" {
-			if err := w.NameNext(name); err != nil {
-				ts.Fatalf("%v", err)
-			}
-		}
 		run := w.Runner.Start
 		if kind == "resume" {
 			run = w.Runner.Resume
 		}
-		resp, err := run(r)
-		printResponse(ts, s, resp)
-		s.expect(ts, neg, kind, err)
+		s.admitting(ts, neg, a, kind, run, r)
 	}
 }
 

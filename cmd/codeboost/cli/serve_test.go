@@ -25,16 +25,14 @@ func runServe(t *testing.T, args ...string) (code int, stdout, stderr string) {
 
 var ownerLine = regexp.MustCompile(`codeboost: runner owner ([0-9a-f]{32})`)
 
-// TestServeRecoversWhatACrashLeft is production wiring end to end on real
-// files: a database and runner root as a killed process leaves them (a
-// running attempt, its attempt directory, an entry recovery does not know)
-// are recovered by `codeboost serve` before admission opens, and shutdown
-// then runs in order.
-func TestServeRecoversWhatACrashLeft(t *testing.T) {
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "codeboost.db")
+// firstStart gives the test a HOME of its own and a new database that one
+// `codeboost serve --check` has created; it returns the database's folder,
+// its path and its runner owner token.
+func firstStart(t *testing.T) (dir, db, token string) {
+	t.Helper()
+	t.Setenv("HOME", t.TempDir())
+	dir = t.TempDir()
+	db = filepath.Join(dir, "codeboost.db")
 	code, out, errs := runServe(t, "--db", db, "--check")
 	if code != 0 {
 		t.Fatalf("first start: exit %d\n%s%s", code, out, errs)
@@ -43,14 +41,22 @@ func TestServeRecoversWhatACrashLeft(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no owner token in %q", out)
 	}
-	token := m[1]
+	return dir, db, m[1]
+}
 
+// TestServeRecoversWhatACrashLeft is production wiring end to end on real
+// files: a database and runner root as a killed process leaves them (a
+// running attempt, its attempt directory, an entry recovery does not know)
+// are recovered by `codeboost serve` before admission opens, and shutdown
+// then runs in order.
+func TestServeRecoversWhatACrashLeft(t *testing.T) {
+	dir, db, token := firstStart(t)
 	attempt, planKey, attempts := leaveCrashedAttempt(t, db, dir, token)
 	if err := os.WriteFile(filepath.Join(attempts, "notes.txt"), []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	code, out, errs = runServe(t, "--db", db, "--check")
+	code, out, errs := runServe(t, "--db", db, "--check")
 	if code != 0 {
 		t.Fatalf("restart: exit %d\n%s%s", code, out, errs)
 	}
@@ -86,12 +92,7 @@ func TestServeRecoversWhatACrashLeft(t *testing.T) {
 // TestServeFailedRecoveryReleasesTheLock: a startup that fails after the
 // lock was taken exits non-zero with its message and releases the lock.
 func TestServeFailedRecoveryReleasesTheLock(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	dir := t.TempDir()
-	db := filepath.Join(dir, "codeboost.db")
-	if code, out, errs := runServe(t, "--db", db, "--check"); code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errs)
-	}
+	dir, db, _ := firstStart(t)
 	// A root that is a file: recovery cannot make the runner's directories.
 	root := filepath.Join(dir, "root-file")
 	if err := os.WriteFile(root, nil, 0o600); err != nil {
@@ -145,14 +146,7 @@ func leaveCrashedAttempt(t *testing.T, db, dir, token string) (store.Attempt, st
 // the error and a non-zero exit, removes nothing, and releases the lock; the
 // next start runs recovery again from the start and finishes it.
 func TestServeFinalizationFailsThenRetries(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	dir := t.TempDir()
-	db := filepath.Join(dir, "codeboost.db")
-	code, out, errs := runServe(t, "--db", db, "--check")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errs)
-	}
-	token := ownerLine.FindStringSubmatch(out)[1]
+	dir, db, token := firstStart(t)
 	attempt, _, attempts := leaveCrashedAttempt(t, db, dir, token)
 	raw := func(q string) {
 		t.Helper()
@@ -167,7 +161,7 @@ func TestServeFinalizationFailsThenRetries(t *testing.T) {
 	}
 	raw(`CREATE TRIGGER disk_error BEFORE UPDATE OF state ON attempts BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END`)
 
-	code, out, errs = runServe(t, "--db", db, "--check")
+	code, out, errs := runServe(t, "--db", db, "--check")
 	if code != 1 || !strings.Contains(errs, "the finalization transaction failed") || !strings.Contains(errs, "disk I/O error") {
 		t.Fatalf("want exit 1 with the finalization error, got %d\n%s%s", code, out, errs)
 	}

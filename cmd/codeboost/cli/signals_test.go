@@ -39,15 +39,7 @@ func busyStartup(t *testing.T) string {
 	if _, err := testbin.Codeboost(); err != nil {
 		t.Fatal(err)
 	}
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	dir := t.TempDir()
-	db := filepath.Join(dir, "codeboost.db")
-	code, out, errs := runServe(t, "--db", db, "--check")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errs)
-	}
-	token := ownerLine.FindStringSubmatch(out)[1]
+	dir, db, token := firstStart(t)
 	attempt, _, _ := leaveCrashedAttempt(t, db, dir, token)
 
 	child := exec.Command("sh", "-c", `trap "" TERM; exec sleep 60`)
