@@ -21,14 +21,8 @@ import (
 // next item (the run owns the review version it started with), and so the
 // gate can tell it is later than every choice.
 func (t *Tx) Approve(planKey string, item int) (reviewVersion int, err error) {
-	if _, err := t.openTask(planKey); err != nil {
-		return 0, err
-	}
-	plan, err := t.Plan(planKey)
+	plan, err := t.openItem(planKey, item)
 	if err != nil {
-		return 0, err
-	}
-	if err := t.checkItem(planKey, plan.Revision, item); err != nil {
 		return 0, err
 	}
 	version, err := t.bumpReview(planKey)

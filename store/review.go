@@ -213,14 +213,8 @@ func (t *Tx) ChangeNote(planKey, actionID string, item int, text string) (noteID
 	if err := checkUserText("note", text); err != nil {
 		return 0, err
 	}
-	if _, err := t.openTask(planKey); err != nil {
-		return 0, err
-	}
-	plan, err := t.Plan(planKey)
+	plan, err := t.openItem(planKey, item)
 	if err != nil {
-		return 0, err
-	}
-	if err := t.checkItem(planKey, plan.Revision, item); err != nil {
 		return 0, err
 	}
 	if err := t.checkActionUnused(planKey, actionID); err != nil {
@@ -564,6 +558,18 @@ func (t *Tx) noActiveAttempt(planKey string, task Task) error {
 		return refuse(CodeActiveAttempt, "task status cannot change while attempt %s is active", active)
 	}
 	return nil
+}
+
+// openItem reads the plan of an open task whose current revision has item.
+func (t *Tx) openItem(planKey string, item int) (Plan, error) {
+	if _, err := t.openTask(planKey); err != nil {
+		return Plan{}, err
+	}
+	plan, err := t.Plan(planKey)
+	if err != nil {
+		return plan, err
+	}
+	return plan, t.checkItem(planKey, plan.Revision, item)
 }
 
 // checkItem refuses an item the given revision does not have.
