@@ -59,7 +59,6 @@ var Catalog = map[string]string{
 	"mutant/retry-ignores-settled":       "retry does not check for an in-memory job or marker",
 	"mutant/publish-ignores-context":     "publication skips the captured-context check",
 	"mutant/no-stale-precedence":         "settlement checks D's stop reason before the context",
-	"mutant/admit-no-slot-check":         "admission does not check slot capacity",
 	"mutant/keep-slot-on-store-refuse":   "a refused admission transaction keeps its slot reservation",
 	"mutant/feedback-unscoped":           "feedbackEvents reads every plan's events, not the identity's",
 	"mutant/choice-no-supersede":         "a changed choice does not supersede the earlier event",

@@ -93,7 +93,7 @@ func (c *Coordinator) reserve(planKey, kind string) (func(), error) {
 	if m := c.markers[planKey]; m != nil {
 		return nil, &store.Refusal{Code: store.CodeActiveAttempt, Message: "needs restart: " + m.reason}
 	}
-	if c.slotsUsed >= c.cfg.Slots && !c.fp.Fire("mutant/admit-no-slot-check") {
+	if c.slotsUsed >= c.cfg.Slots {
 		return nil, &store.Refusal{Code: store.CodeActiveAttempt, Message: "no free runner slot"}
 	}
 	c.slotsUsed++

@@ -1,53 +1,192 @@
 package scenarios
 
 import (
+	"context"
+	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/codeboost/codeboost/failpoints"
+	"github.com/codeboost/codeboost/internal/mutant"
 	cbts "github.com/codeboost/codeboost/testscript"
-	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
+// moduleRoot is where mutants' file paths start.
+const moduleRoot = ".."
+
+// loadMutants reads scenarios/mutants/.
+func loadMutants(t *testing.T) map[string]mutant.Mutant {
+	t.Helper()
+	ms, err := mutant.LoadDir("mutants")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]mutant.Mutant{}
+	for _, m := range ms {
+		out[m.Name] = m
+	}
+	return out
+}
+
+// packageClaims reads the "kills:" lines of package tests' doc comments.
+func packageClaims(t *testing.T) map[string][]mutant.Claim {
+	t.Helper()
+	c, err := mutant.PackageClaims(moduleRoot, "scenarios")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestScenariosBite shows that every scenario guards something: each one
-// names, in a "# kills:" header line, the mutants (failpoints that remove one
-// guard each) under which it must fail, and it does.
+// names, in a "# kills:" header line, the mutants under which it must fail,
+// and it does. Each mutant is built into its own test binaries with
+// `go test -overlay` (the source tree is never edited), and every scenario
+// and package test that claims it runs against them.
 func TestScenariosBite(t *testing.T) {
 	if testing.Short() || raceEnabled {
-		t.Skip("runs every scenario under its mutants; not under -race (see raceEnabled)")
+		t.Skip("builds and runs every mutant; not under -race (see raceEnabled)")
 	}
-	known := failpoints.Mutants()
+	mutants := loadMutants(t)
+	byMutant := map[string][]string{} // mutant → scenario names
 	for _, sf := range scenarioFiles(t) {
 		if len(sf.kills) == 0 {
 			t.Errorf("%s kills no mutant: a scenario must fail when the behaviour it guards is removed", sf.name)
-			continue
 		}
 		for _, m := range sf.kills {
-			if !slices.Contains(known, m) {
-				t.Errorf("%s names unknown mutant %q", sf.name, m)
-				continue
+			byMutant[m] = append(byMutant[m], sf.name)
+		}
+	}
+	pkgClaims := packageClaims(t)
+	for m := range pkgClaims {
+		if _, ok := byMutant[m]; !ok {
+			byMutant[m] = nil
+		}
+	}
+	names := make([]string, 0, len(byMutant))
+	for m := range byMutant {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		scripts := byMutant[name]
+		m, overlaid := mutants[name]
+		if !overlaid && !slices.Contains(failpoints.Mutants(), name) {
+			t.Errorf("%v name unknown mutant %q (no scenarios/mutants/%s.txtar)", append(scripts, claimNames(pkgClaims[name])...), name, strings.TrimPrefix(name, "mutant/"))
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if !overlaid {
+				legacyBite(t, name, scripts)
+				return
 			}
-			t.Run(sf.name+"/"+m, func(t *testing.T) {
-				t.Parallel()
-				p := cbts.Params("", cbts.Options{Mutant: m})
-				p.Files = []string{sf.path}
-				failed, log := runQuiet(p)
+			biteOverlay(t, m, scripts, pkgClaims[name])
+		})
+	}
+}
+
+func claimNames(cs []mutant.Claim) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Pkg+"."+c.Test)
+	}
+	return out
+}
+
+// biteOverlay builds m's test binaries and checks that every claiming
+// scenario and package test fails against them.
+func biteOverlay(t *testing.T, m mutant.Mutant, scripts []string, claims []mutant.Claim) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	overlay, err := m.Overlay(moduleRoot, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type run struct {
+		pkg   string
+		tests []string
+	}
+	var runs []run
+	if len(scripts) > 0 {
+		var tests []string
+		for _, s := range scripts {
+			tests = append(tests, "TestScenarios/"+s)
+		}
+		runs = append(runs, run{"./scenarios", tests})
+	}
+	byPkg := map[string][]string{}
+	var pkgs []string
+	for _, c := range claims {
+		if byPkg[c.Pkg] == nil {
+			pkgs = append(pkgs, c.Pkg)
+		}
+		byPkg[c.Pkg] = append(byPkg[c.Pkg], c.Test)
+	}
+	for _, p := range pkgs {
+		runs = append(runs, run{p, byPkg[p]})
+	}
+	for _, r := range runs {
+		bin := filepath.Join(dir, strings.ReplaceAll(strings.Trim(r.pkg, "./"), "/", "_")+".test")
+		if err := mutant.BuildTest(ctx, moduleRoot, r.pkg, overlay, bin); err != nil {
+			t.Fatalf("%s does not build: %v", m.Name, err)
+		}
+		res := mutant.RunTests(ctx, bin, filepath.Join(moduleRoot, r.pkg), mutant.Pattern(r.tests), false)
+		for _, test := range r.tests {
+			switch {
+			case slices.Contains(res.Failed, test):
 				// With -v, each bite names the step where the mutant was
 				// caught, so a reviewer can check it is the guarded one.
-				if i := strings.LastIndex(log, "FAIL: "); i >= 0 {
-					t.Logf("%s under %s: %s", sf.name, m, strings.SplitN(log[i:], "\n", 2)[0])
-				}
-				if !failed {
-					t.Errorf("%s passed with %s switched on; it does not guard that behaviour\n%s", sf.name, m, log)
-				}
-			})
+				t.Logf("%s under %s: %s", test, m.Name, firstFailLine(res.Output, test))
+			case slices.Contains(res.Passed, test):
+				t.Errorf("%s passed with %s applied; it does not guard that behaviour (%s)", test, m.Name, m.What)
+			default:
+				t.Errorf("%s did not run under %s:\n%s", test, m.Name, tail(res.Output, 40))
+			}
 		}
 	}
 }
 
-// TestEveryMutantIsKilled fails if a mutant is catalogued but no scenario
-// (or package test) claims to kill it.
+// firstFailLine finds the FAIL: line testscript prints for a script.
+func firstFailLine(out, test string) string {
+	script := test[strings.LastIndex(test, "/")+1:]
+	for _, line := range strings.Split(out, "\n") {
+		l := strings.TrimSpace(line)
+		if strings.HasPrefix(l, "FAIL: ") && strings.Contains(l, script) {
+			return l
+		}
+	}
+	return "failed"
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// legacyBite runs a mutant that is still a failpoint switch in production
+// code (being moved to scenarios/mutants/).
+func legacyBite(t *testing.T, name string, scripts []string) {
+	for _, s := range scripts {
+		p := cbts.Params("", cbts.Options{Mutant: name})
+		p.Files = []string{filepath.Join("testdata", s+".txtar")}
+		failed, log := runQuiet(p)
+		if i := strings.LastIndex(log, "FAIL: "); i >= 0 {
+			t.Logf("%s under %s: %s", s, name, strings.SplitN(log[i:], "\n", 2)[0])
+		}
+		if !failed {
+			t.Errorf("%s passed with %s switched on; it does not guard that behaviour\n%s", s, name, log)
+		}
+	}
+}
+
+// TestEveryMutantIsKilled fails if a mutant is kept on file but no scenario
+// or package test claims to kill it.
 func TestEveryMutantIsKilled(t *testing.T) {
 	claimed := map[string]bool{}
 	for _, sf := range scenarioFiles(t) {
@@ -55,15 +194,26 @@ func TestEveryMutantIsKilled(t *testing.T) {
 			claimed[m] = true
 		}
 	}
-	for _, m := range failpoints.Mutants() {
-		if !claimed[m] && !killedByPackageTests[m] {
+	for m := range packageClaims(t) {
+		claimed[m] = true
+	}
+	all := failpoints.Mutants()
+	for name := range loadMutants(t) {
+		all = append(all, name)
+	}
+	for _, m := range all {
+		if !claimed[m] {
 			t.Errorf("mutant %s is killed by no scenario", m)
 		}
 	}
 }
 
-// killedByPackageTests are mutants whose guard is shown by a package's own
-// tests rather than a scenario (named there).
-var killedByPackageTests = map[string]bool{}
-
-var _ = gts.Params{}
+// TestMutantsApply checks every mutant file still applies to the tree
+// without building it, so a stale one is named even under -short.
+func TestMutantsApply(t *testing.T) {
+	for _, m := range loadMutants(t) {
+		if _, err := m.Mutate(moduleRoot); err != nil {
+			t.Error(err)
+		}
+	}
+}

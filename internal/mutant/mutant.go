@@ -1,0 +1,200 @@
+// Package mutant applies mutants to the source tree without editing it: a
+// mutant is a set of exact line replacements, and applying one yields a
+// `go build -overlay` file that swaps each touched file for a mutated copy.
+//
+// Named mutants are data next to the scenarios (scenarios/mutants/*.txtar):
+// each holds the exact original lines of one or more files and the lines that
+// reintroduce a bug, with the contract sentence the bug breaks. The automatic
+// mutation sweep (internal/mutate) makes the same Mutant values from
+// operators. Production code never carries a mutant switch; this package is
+// the only place that knows how mutants are applied.
+//
+// It imports only the standard library and go-internal's txtar.
+package mutant
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// Edit replaces Original, which must appear exactly once in File as whole
+// lines, with Replacement.
+type Edit struct {
+	File        string // slash-separated, relative to the module root
+	Original    string // whole lines, each ending in "\n"
+	Replacement string
+}
+
+// Mutant is one reintroduced bug.
+type Mutant struct {
+	Name   string // "mutant/<name>", as scenarios name it in "# kills:"
+	What   string // one line: the bug
+	Breaks string // the contract sentence the bug breaks
+	Path   string // the file it was read from, if any
+	Edits  []Edit
+}
+
+// Parse reads a mutant file. Its comment section starts with
+// "mutant/<name>: <the bug>", then a "breaks: <contract sentence>" line;
+// its files come in pairs, "-- <path>: original --" followed by
+// "-- <path>: mutant --".
+func Parse(path string, data []byte) (Mutant, error) {
+	ar := txtar.Parse(data)
+	m := Mutant{Path: path}
+	base := strings.TrimSuffix(filepath.Base(path), ".txtar")
+	for _, line := range strings.Split(string(ar.Comment), "\n") {
+		line = strings.TrimSpace(strings.TrimPrefix(line, "#"))
+		switch {
+		case m.Name == "" && strings.HasPrefix(line, "mutant/"):
+			name, what, _ := strings.Cut(line, ":")
+			m.Name, m.What = strings.TrimSpace(name), strings.TrimSpace(what)
+		case strings.HasPrefix(line, "breaks:"):
+			m.Breaks = strings.TrimSpace(strings.TrimPrefix(line, "breaks:"))
+		}
+	}
+	switch {
+	case m.Name != "mutant/"+base:
+		return m, fmt.Errorf("%s: the first comment line must be \"mutant/%s: <the bug>\"", path, base)
+	case m.What == "":
+		return m, fmt.Errorf("%s: say what the bug is after \"%s:\"", path, m.Name)
+	case m.Breaks == "":
+		return m, fmt.Errorf("%s: a \"breaks: <contract sentence>\" line is required", path)
+	case len(ar.Files) == 0 || len(ar.Files)%2 != 0:
+		return m, fmt.Errorf("%s: files must come in pairs \"-- <path>: original --\" and \"-- <path>: mutant --\"", path)
+	}
+	for i := 0; i < len(ar.Files); i += 2 {
+		o, r := ar.Files[i], ar.Files[i+1]
+		file, ok := strings.CutSuffix(o.Name, ": original")
+		if !ok || r.Name != file+": mutant" {
+			return m, fmt.Errorf("%s: expected \"-- <path>: original --\" then \"-- <path>: mutant --\", got %q and %q", path, o.Name, r.Name)
+		}
+		if len(o.Data) == 0 {
+			return m, fmt.Errorf("%s: the original lines of %s are empty", path, file)
+		}
+		if bytes.Equal(o.Data, r.Data) {
+			return m, fmt.Errorf("%s: the mutant lines of %s are the original lines", path, file)
+		}
+		m.Edits = append(m.Edits, Edit{File: file, Original: string(o.Data), Replacement: string(r.Data)})
+	}
+	return m, nil
+}
+
+// LoadDir reads every *.txtar mutant in dir, sorted by name.
+func LoadDir(dir string) ([]Mutant, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(paths)
+	var out []Mutant
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		m, err := Parse(p, b)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Mutate applies the edits to files read from root and returns each mutated
+// file's new content by its relative path. An original that no longer
+// appears exactly once, as whole lines, is an error naming the mutant and
+// the file, so that a mutant cannot rot silently when the code moves on.
+func (m Mutant) Mutate(root string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, e := range m.Edits {
+		src, ok := out[e.File]
+		if !ok {
+			b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(e.File)))
+			if err != nil {
+				return nil, fmt.Errorf("mutant %s no longer applies to %s: %v", m.Name, e.File, err)
+			}
+			src = b
+		}
+		n, at := countLines(src, e.Original)
+		if n != 1 {
+			return nil, fmt.Errorf("mutant %s no longer applies to %s: its original lines appear %d times, want exactly once:\n%s", m.Name, e.File, n, e.Original)
+		}
+		var b bytes.Buffer
+		b.Write(src[:at])
+		b.WriteString(e.Replacement)
+		b.Write(src[at+len(e.Original):])
+		out[e.File] = b.Bytes()
+	}
+	return out, nil
+}
+
+// countLines counts the occurrences of lines in src that start at a line
+// start, and returns the offset of the first.
+func countLines(src []byte, lines string) (n, first int) {
+	first = -1
+	needle := []byte(lines)
+	for i := 0; i+len(needle) <= len(src); {
+		j := bytes.Index(src[i:], needle)
+		if j < 0 {
+			break
+		}
+		at := i + j
+		if at == 0 || src[at-1] == '\n' {
+			if n == 0 {
+				first = at
+			}
+			n++
+		}
+		i = at + 1
+	}
+	return n, first
+}
+
+// Overlay writes the mutated files and a go build -overlay file under dir,
+// and returns the overlay file's path.
+func (m Mutant) Overlay(root, dir string) (string, error) {
+	files, err := m.Mutate(root)
+	if err != nil {
+		return "", err
+	}
+	absRoot, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	replace := map[string]string{}
+	for rel, data := range files {
+		dst := filepath.Join(dir, strings.ReplaceAll(rel, "/", "__"))
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			return "", err
+		}
+		replace[filepath.Join(absRoot, filepath.FromSlash(rel))] = dst
+	}
+	b, err := json.Marshal(struct{ Replace map[string]string }{replace})
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "overlay.json")
+	return p, os.WriteFile(p, b, 0o644)
+}
+
+// Files lists the files the mutant touches, sorted and without repeats.
+func (m Mutant) Files() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range m.Edits {
+		if !seen[e.File] {
+			seen[e.File] = true
+			out = append(out, e.File)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,112 @@
+package mutant
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+)
+
+// GoCommand is the go command that builds mutants: the one on PATH, else
+// the toolchain that built the running binary.
+func GoCommand() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// BuildTest builds the test binary of pkg (a path relative to the module
+// root, such as "./scenarios") under overlay into out. An empty overlay
+// builds the unmutated tree. The Go build cache makes a mutant whose files
+// did not change nearly free to rebuild.
+func BuildTest(ctx context.Context, root, pkg, overlay, out string) error {
+	args := []string{"test", "-c", "-o", out}
+	if overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	cmd := exec.CommandContext(ctx, GoCommand(), append(args, pkg)...)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go test -c %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// Result is what one run of a test binary said about each test it ran.
+type Result struct {
+	Passed, Failed []string // test names as -test.v prints them
+	Output         string
+	Err            error // the binary's own exit error, if any
+}
+
+var verdict = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
+
+// RunTests runs a test binary in dir (its package's directory) with
+// -test.run pattern and records each test's verdict. failfast stops at the
+// first failure, which is all a sweep needs to count a mutant killed.
+func RunTests(ctx context.Context, bin, dir, pattern string, failfast bool, extra ...string) Result {
+	args := []string{"-test.run", pattern, "-test.v", "-test.count=1", "-test.timeout=10m"}
+	if failfast {
+		args = append(args, "-test.failfast")
+	}
+	cmd := exec.CommandContext(ctx, bin, append(args, extra...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	r := Result{Err: cmd.Run()}
+	r.Output = out.String()
+	sc := bufio.NewScanner(strings.NewReader(r.Output))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		m := verdict.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		switch m[1] {
+		case "PASS":
+			r.Passed = append(r.Passed, m[2])
+		case "FAIL":
+			r.Failed = append(r.Failed, m[2])
+		}
+	}
+	return r
+}
+
+// Pattern builds a -test.run pattern that matches exactly the given tests,
+// each named "Top" or "Top/sub".
+func Pattern(names []string) string {
+	tops := map[string][]string{}
+	var order []string
+	for _, n := range names {
+		top, sub, _ := strings.Cut(n, "/")
+		if _, ok := tops[top]; !ok {
+			order = append(order, top)
+		}
+		if sub != "" {
+			tops[top] = append(tops[top], regexp.QuoteMeta(sub))
+		} else if tops[top] == nil {
+			tops[top] = []string{}
+		}
+	}
+	if len(order) == 1 {
+		top := order[0]
+		if subs := tops[top]; len(subs) > 0 {
+			return "^" + regexp.QuoteMeta(top) + "$/^(" + strings.Join(subs, "|") + ")$"
+		}
+		return "^" + regexp.QuoteMeta(top) + "$"
+	}
+	// Several top-level tests: go test's -run cannot say "this sub of A,
+	// that sub of B", so their subtests all run; callers check the names.
+	for i, t := range order {
+		order[i] = regexp.QuoteMeta(t)
+	}
+	return "^(" + strings.Join(order, "|") + ")$"
+}
