@@ -116,7 +116,7 @@ func TestPattern(t *testing.T) {
 
 func TestPackageClaims(t *testing.T) {
 	root := writeTree(t, map[string]string{
-		"p/p_test.go": "package p\n\n// TestX checks things.\n//\n// kills: mutant/a mutant/b\nfunc TestX(t *testing.T) {}\n\n// kills: mutant/c\nfunc helper() {}\n",
+		"p/p_test.go":    "package p\n\n// TestX checks things.\n//\n// kills: mutant/a mutant/b\nfunc TestX(t *testing.T) {}\n\n// kills: mutant/c\nfunc helper() {}\n",
 		"skip/s_test.go": "package s\n// kills: mutant/z\nfunc TestZ(t *testing.T) {}\n",
 	})
 	c, err := PackageClaims(root, "skip")
