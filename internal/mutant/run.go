@@ -9,17 +9,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 )
 
-// GoCommand is the go command that builds mutants: the one on PATH, else
-// the toolchain that built the running binary.
+// GoCommand is the go command that builds mutants: $GOROOT/bin/go when
+// `go test` set GOROOT for the test, else the one on PATH.
 func GoCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // BuildTest builds the test binary of pkg (a path relative to the module
