@@ -35,7 +35,7 @@
 //	launch check                          Coordinator.launch
 //	InvocationHandle.settled              dadapter.Handle.OnSettled
 //	handle.cancel(reason)                 dadapter.Handle.Cancel, dReason
-//	rule 2 (terminal from first reason)   Decide
+//	rule 2 (terminal from first reason)   decideTerminal (settlement and recovery step 3)
 //	publication steps 1–5                 publishResult, publishNow, store.Tx.Publish
 //	terminal write                        writeTerminal, store.Tx.Finish
 //	task-storage holder order             finishAfterSettle, afterTerminal, release

@@ -287,10 +287,7 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 			if err != nil {
 				return err
 			}
-			if c.fp.Fire("mutant/recovery-ignores-first-reason") {
-				a.FirstReason = ""
-			}
-			term := c.recoveredTerminal(a, task, present, tx.Now())
+			term := recoveredTerminal(a, task, present, tx.Now())
 			if hints[a.ID] && term.Diagnostic == words.Interrupted {
 				term.Diagnostic = joinDiag(term.Diagnostic, words.StopMayHaveBeenAsked)
 			}
@@ -420,50 +417,22 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// recoveredTerminal is step 3's first-reason table, in the contract's order
-// of precedence.
-func (c *Coordinator) recoveredTerminal(a store.Attempt, task store.Task, present store.Context, now time.Time) store.Terminal {
-	t := store.Terminal{FirstReason: a.FirstReason, StopReason: a.StopReason}
-	cause := store.StaleCause(a.Context, present)
-	if c.fp.Fire("mutant/recovery-ignores-context") {
-		cause = ""
+// recoveredTerminal is step 3's finalization of a row whose process died
+// before D settled: settlement's first-reason table (decideTerminal) applied
+// to what the row saved.
+func recoveredTerminal(a store.Attempt, task store.Task, present store.Context, now time.Time) store.Terminal {
+	f := terminalFacts{
+		firstReason:    a.FirstReason,
+		staleCause:     a.StaleCause,
+		presentCause:   store.StaleCause(a.Context, present),
+		stopReason:     dadapter.StopReason(a.StopReason),
+		timeoutMinutes: int(a.Deadline.Sub(a.CreatedAt).Minutes()),
+		budgetPassed:   task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline),
+		deadlinePassed: !now.Before(a.Deadline),
 	}
-	dStopped := a.StopReason == words.StopTimeout || a.StopReason == words.StopOutputLimit || a.StopReason == words.StopCaptureFailure
-	if c.fp.Fire("mutant/recovery-shutdown-beats-d-reason") {
-		dStopped = false
-	}
-	budgetPassed := task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline) && !c.fp.Fire("mutant/recovery-ignores-budget")
-	if a.FirstReason == "" && c.fp.Fire("mutant/recovery-no-stale-precedence") {
-		switch {
-		case budgetPassed:
-			t.State, t.FirstReason, t.Diagnostic = words.Cancelled, words.ReasonTimeLimit, words.TaskTimeLimitReached
-			return t
-		case !now.Before(a.Deadline):
-			t.State, t.Diagnostic = words.Failed, words.TimedOut
-			return t
-		}
-	}
-	switch {
-	case a.FirstReason == words.ReasonShutdown && dStopped && cause != "":
-		t.State, t.Diagnostic, t.StaleCause = words.Stale, cause, cause
-	case a.FirstReason == words.ReasonShutdown && dStopped:
-		t.State, t.Diagnostic = words.Failed, string(a.StopReason)
-		if a.StopReason == words.StopTimeout {
-			t.Diagnostic = words.TimedOutAfter(int(a.Deadline.Sub(a.CreatedAt).Minutes()))
-		}
-	case a.FirstReason != "":
-		t.State, t.Diagnostic = terminalForReason(a.FirstReason), reasonDiagnostic(a.FirstReason, a.StaleCause)
-		t.StaleCause = a.StaleCause
-	case cause != "":
-		t.State, t.Diagnostic, t.StaleCause = words.Stale, cause, cause
-	case budgetPassed:
-		t.State, t.FirstReason, t.Diagnostic = words.Cancelled, words.ReasonTimeLimit, words.TaskTimeLimitReached
-	case !now.Before(a.Deadline):
-		t.State, t.Diagnostic = words.Failed, words.TimedOut
-	default:
-		t.State, t.Diagnostic = words.Failed, words.Interrupted
-	}
-	return t
+	d := decideTerminal(f)
+	return store.Terminal{State: d.state, FirstReason: d.firstReason, StaleCause: d.staleCause,
+		StopReason: a.StopReason, Diagnostic: d.diagnostic}
 }
 
 // removeRecoveredStorage is step 4's storage half: every matched handle is

@@ -3,110 +3,11 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
-
-// outcome is a terminal decision: a terminal state with its diagnostic, or
-// publish (completed, if the compare-and-swap succeeds).
-type outcome struct {
-	publish       bool
-	state         string
-	diagnostic    string
-	staleCause    string
-	diagnosticRef string // partial-output file, set by the export
-}
-
-// SettleInput is what rule 2 looks at.
-type SettleInput struct {
-	FirstReason    string // "" for none
-	StaleCause     string // with first reason stale
-	StopReason     dadapter.StopReason
-	ExitCode       int
-	OutputValid    bool   // output passes validation
-	ContextCurrent bool   // the captured context still matches the present
-	PresentCause   string // what changed, when not current
-	Diagnostic     string // D's bounded diagnostic
-	Output         string // bounded output, for the exit summary
-	TimeoutMinutes int
-}
-
-// Mutants switch off one of Decide's guards each (failpoints.Catalog); all
-// false in production.
-type Mutants struct {
-	NoFirstReasonWins bool // mutant/no-first-reason-wins
-	NoStalePrecedence bool // mutant/no-stale-precedence
-	ShutdownBeatsD    bool // mutant/shutdown-beats-d-reason
-}
-
-// Decide is rule 2 of "Rules for the running state": the terminal state
-// comes from the first reason, in this order, whatever D reported.
-func Decide(in SettleInput, m Mutants) outcome {
-	first := in.FirstReason
-	if m.NoFirstReasonWins {
-		first = ""
-	}
-	noStalePrecedence := m.NoStalePrecedence
-	dStopped := in.StopReason == dadapter.StopTimeout || in.StopReason == dadapter.StopOutputLimit || in.StopReason == dadapter.StopCaptureFailure
-	if first == words.ReasonShutdown && dStopped && !m.ShutdownBeatsD {
-		// D stopped first: its reason wins, not requeued. A failed row
-		// still needs a current context; otherwise it takes stale.
-		if !in.ContextCurrent {
-			return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
-		}
-		return failedByD(in)
-	}
-	if first != "" {
-		cause := in.StaleCause
-		return outcome{state: terminalForReason(first), diagnostic: reasonDiagnostic(first, cause), staleCause: cause}
-	}
-	if !in.ContextCurrent && !(noStalePrecedence && in.StopReason != dadapter.StopNone) {
-		// Before every D stop reason: a timeout that coincides with a
-		// context change always ends stale.
-		return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
-	}
-	if dStopped {
-		return failedByD(in)
-	}
-	if in.StopReason == dadapter.StopNone && in.ExitCode == 0 && in.OutputValid {
-		if !in.ContextCurrent { // only under the mutant
-			return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
-		}
-		return outcome{publish: true, state: words.Completed}
-	}
-	if !in.ContextCurrent {
-		return outcome{state: words.Stale, diagnostic: in.PresentCause, staleCause: in.PresentCause}
-	}
-	summary := fmt.Sprintf("exit code %d", in.ExitCode)
-	switch {
-	case in.StopReason != dadapter.StopNone:
-		summary = "D stopped the invocation: " + string(in.StopReason)
-	case in.ExitCode == 0:
-		summary = "output did not pass validation"
-	}
-	if tail := strings.TrimSpace(in.Output); tail != "" && in.StopReason == dadapter.StopNone {
-		if len(tail) > 512 {
-			tail = "…" + tail[len(tail)-512:]
-		}
-		summary += ": " + tail
-	}
-	return outcome{state: words.Failed, diagnostic: summary}
-}
-
-func failedByD(in SettleInput) outcome {
-	if in.StopReason == dadapter.StopTimeout {
-		return outcome{state: words.Failed, diagnostic: words.TimedOutAfter(in.TimeoutMinutes)}
-	}
-	d := in.Diagnostic
-	if d == "" {
-		d = string(in.StopReason)
-	}
-	return outcome{state: words.Failed, diagnostic: d}
-}
 
 // validOutput is publication step 2's schema and size check: a JSON value
 // of at most 1 MiB.
@@ -122,7 +23,7 @@ func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 	if len(s.Unreleased) > 0 {
 		c.unreleased = true // recorded durably with the terminal write, before the slot is freed
 	}
-	if j.startNotSaved && !c.fp.Fire("mutant/start-failure-frees-slot") {
+	if j.startNotSaved {
 		// The row is still pending: only startup recovery can reconcile it.
 		c.toMarker(j, words.StartNotSaved)
 		return
@@ -145,15 +46,16 @@ func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 	c.finishAfterSettle(j, o)
 }
 
-// decide reads durable state and applies rule 2 with the job's first reason
-// (memory first: it is the source of truth until the terminal write).
+// decide reads durable state and applies rule 2 (decideTerminal) with the
+// job's first reason (memory first: it is the source of truth until the
+// terminal write).
 func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
 	a, task, present, err := c.read(j)
 	if err != nil {
 		return outcome{}, a, err
 	}
 	first, cause := j.firstReason, j.staleCause
-	if first == "" || c.fp.Fire("mutant/lose-memory-reason") {
+	if first == "" {
 		first, cause = a.FirstReason, a.StaleCause
 	}
 	if first == "" && task.CancelRequested != "" {
@@ -164,18 +66,13 @@ func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
 		first = words.ReasonCancelled
 	}
 	s := j.settled
-	presentCause := store.StaleCause(a.Context, present)
-	in := SettleInput{
-		FirstReason: first, StaleCause: cause, StopReason: s.StopReason, ExitCode: s.ExitCode,
-		OutputValid: validOutput(s.Output), ContextCurrent: presentCause == "", PresentCause: presentCause,
-		Diagnostic: s.Diagnostic, Output: string(s.Output),
-		TimeoutMinutes: int(a.Deadline.Sub(a.CreatedAt).Minutes()),
+	f := terminalFacts{
+		firstReason: first, staleCause: cause, presentCause: store.StaleCause(a.Context, present),
+		settled: true, stopReason: s.StopReason, exitCode: s.ExitCode, outputValid: validOutput(s.Output),
+		diagnostic: s.Diagnostic, output: string(s.Output),
+		timeoutMinutes: int(a.Deadline.Sub(a.CreatedAt).Minutes()),
 	}
-	if s.ExitCode != 0 && c.fp.Fire("mutant/error-ignores-context") {
-		in.ContextCurrent, in.PresentCause = true, ""
-	}
-	o := Decide(in, Mutants{NoFirstReasonWins: c.fp.Fire("mutant/no-first-reason-wins"),
-		NoStalePrecedence: c.fp.Fire("mutant/no-stale-precedence"), ShutdownBeatsD: c.fp.Fire("mutant/shutdown-beats-d-reason")})
+	o := decideTerminal(f)
 	if first != "" && j.firstReason == "" {
 		j.firstReason, j.staleCause = first, cause
 	}
@@ -189,11 +86,6 @@ func (c *Coordinator) publishResult(j *job) {
 	if !j.writable {
 		c.publishNow(j, "")
 		return
-	}
-	if c.fp.Fire("mutant/remove-before-commit") && j.storage != nil {
-		fs := j.storage
-		j.storage = nil
-		c.deps.D.RemoveTaskFilesystems(fs, func(error) {})
 	}
 	if j.storage == nil {
 		c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the commit could not be taken: task storage is gone"})
@@ -219,7 +111,7 @@ func (c *Coordinator) publishResult(j *job) {
 // publishNow is publication steps 3 and 4.
 func (c *Coordinator) publishNow(j *job, commit string) {
 	c.fp.Hook("runner/before-publish")
-	if j.firstReason != "" && !c.fp.Fire("mutant/publish-ignores-memory-reason") {
+	if j.firstReason != "" {
 		// Step 3: a first reason held in memory (its write failed, or a
 		// stop arrived after validation) skips publication.
 		c.trace("publication skipped %s: first reason %s in memory", j.attemptID, j.firstReason)
@@ -230,12 +122,6 @@ func (c *Coordinator) publishNow(j *job, commit string) {
 		}
 		c.finishAfterSettle(j, o)
 		return
-	}
-	if commit != "" && c.fp.Fire("mutant/ledger-outside-publish") {
-		// Deliberately wrong: the ledger entry in a transaction of its own,
-		// before the publication transaction and its guards.
-		c.deps.Capability.Update(func(tx *store.Tx) error { return tx.RecordHistory(j.planKey, j.attemptID, commit) })
-		commit = ""
 	}
 	var state string
 	err := c.deps.Capability.Update(func(tx *store.Tx) (err error) {
@@ -278,12 +164,6 @@ func isRefusal(err error) bool { _, ok := store.IsRefusal(err); return ok }
 // terminal write with diagnostic_ref → host files → removeTaskFilesystems →
 // the slot is freed.
 func (c *Coordinator) finishAfterSettle(j *job, o outcome) {
-	if c.fp.Fire("mutant/remove-before-export") && j.storage != nil {
-		fs := j.storage
-		j.storage = nil
-		c.deps.D.RemoveTaskFilesystems(fs, func(error) {})
-		c.trace("storage removed early %s", j.attemptID)
-	}
 	if !j.writable || j.storage == nil {
 		c.writeTerminal(j, o, func() { c.afterTerminal(j, o.state) })
 		return
@@ -304,14 +184,6 @@ func (c *Coordinator) finishAfterSettle(j *job, o outcome) {
 // that holds the slot and keeps the first reason in memory.
 func (c *Coordinator) writeTerminal(j *job, o outcome, next func()) {
 	first := j.firstReason
-	if c.fp.Fire("mutant/lose-memory-reason") {
-		if a, err := c.deps.Store.Attempt(j.attemptID); err == nil {
-			first = a.FirstReason
-		}
-		if o.state == words.Cancelled && first == "" {
-			o = outcome{state: words.Failed, diagnostic: o.diagnostic}
-		}
-	}
 	if o.state == words.Failed && first != "" && first != words.ReasonShutdown {
 		first = "" // unreachable by rule 2; keep Legal's view consistent
 	}
@@ -385,9 +257,7 @@ func (c *Coordinator) freeSlot(j *job) {
 		return
 	}
 	delete(c.jobs, j.planKey)
-	if !(j.handle != nil && c.fp.Fire("mutant/free-slot-on-cancel") && j.firstReason != "") {
-		c.slotsUsed--
-	}
+	c.slotsUsed--
 	c.trace("slot freed %s", j.attemptID)
 	c.itemEnded(j)
 }
@@ -400,9 +270,6 @@ func (c *Coordinator) toMarker(j *job, reason string) {
 	}
 	delete(c.jobs, j.planKey)
 	c.markers[j.planKey] = &marker{attemptID: j.attemptID, reason: reason, firstReason: j.firstReason}
-	if c.fp.Fire("mutant/marker-frees-slot") {
-		c.slotsUsed--
-	}
 	c.trace("unresolved %s %s", j.attemptID, reason)
 	c.itemEnded(j)
 }

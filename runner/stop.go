@@ -91,9 +91,6 @@ func (c *Coordinator) applyStop(j *job, reason, staleCause string, saved bool) {
 			j.handle.Cancel(dReason(reason))
 			c.trace("d cancel %s %s", j.attemptID, dReason(reason))
 		}
-		if c.fp.Fire("mutant/free-slot-on-cancel") {
-			c.slotsUsed--
-		}
 	case j.prepBusy:
 		c.trace("abort preparation %s", j.attemptID)
 		c.abortPreparation(j)
