@@ -44,7 +44,7 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 	if err != nil {
 		return Attempt{}, err
 	}
-	if task.Status != words.StatusRunning && task.Status != words.StatusQueued && !t.s.fp.Fire("mutant/admit-closed-task") {
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
 		return Attempt{}, refuse(CodeTaskInactive, "task is %s; only a running or queued task admits work", task.Status)
 	}
 	if task.StateVersion != r.ExpectedStateVersion {
@@ -55,7 +55,7 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 	} else if active != "" {
 		return Attempt{}, refuse(CodeActiveAttempt, "attempt %s is still active", active)
 	}
-	if task.RequeuePending != r.ClaimRequeue && !t.s.fp.Fire("mutant/requeue-not-exclusive") {
+	if task.RequeuePending != r.ClaimRequeue {
 		if task.RequeuePending {
 			return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
 		}
@@ -157,14 +157,13 @@ func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (
 	if err != nil {
 		return Attempt{}, err
 	}
-	statusChecked := !t.s.fp.Fire("mutant/admit-closed-task")
-	if statusChecked && (words.Closed(task.Status) || words.HumanGated(task.Status)) {
+	if words.Closed(task.Status) || words.HumanGated(task.Status) {
 		return Attempt{}, refuse(CodeNotRetryable, "task is %s; retry is refused", task.Status)
 	}
-	if statusChecked && task.Status != words.StatusRunning && task.Status != words.StatusQueued {
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
 		return Attempt{}, refuse(CodeNotRetryable, "task is %s; retry needs running or queued", task.Status)
 	}
-	if task.RequeuePending && !t.s.fp.Fire("mutant/requeue-not-exclusive") {
+	if task.RequeuePending {
 		return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
 	}
 	a, err := t.lastAttempt(task, attemptID, expectedStateVersion)

@@ -161,7 +161,7 @@ func (t *Tx) CancelTask(planKey, actionID string, recordReason bool) (outcome, a
 	// merge on GitHub, and a closed task can never change to merged.
 	if merge, err := t.activeMerge(planKey); err != nil {
 		return "", "", err
-	} else if merge != "" && !t.s.fp.Fire("mutant/cancel-during-merge") {
+	} else if merge != "" {
 		return "", "", refuse(CodeMergeActive, "cancel task is refused while merge attempt %s is submitting or queued", merge)
 	}
 	active, err := t.activeAttempt(planKey)
