@@ -191,9 +191,11 @@ func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) 
 // version admission must see); the slot is reserved in this same event, the
 // admission joins the action's transaction, the job starts only after the
 // commit (admitted, when given, runs right after it in that same turn), and a
-// rolled-back action frees its reservation before the event ends, and a
-// refusal for a spent budget gets its move to needs human
-// (store.AdmissionRefused).
+// rolled-back action frees its reservation before the event ends. A refusal
+// for a spent budget gets its move to needs human from Store.UserAction, in
+// the transaction that records the refusal, so a refusal that could not be
+// recorded (the caller gets the storage error) moves nothing, and a replay
+// applies nothing.
 func (c *Coordinator) admitAction(r ActionRequest, kind string, plan func(*store.Tx) (store.AdmitRequest, error), admitted func(store.Attempt)) (resp store.Response, err error) {
 	c.deps.Loop.Call(func() {
 		defer c.publish()
@@ -227,7 +229,6 @@ func (c *Coordinator) admitAction(r ActionRequest, kind string, plan func(*store
 		if release != nil {
 			release() // the action rolled back: free the reservation in this same event
 		}
-		c.deps.Store.AdmissionRefused(r.PlanKey, err)
 	})
 	return
 }

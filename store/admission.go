@@ -44,7 +44,7 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 	if err != nil {
 		return Attempt{}, err
 	}
-	if task.Status != words.StatusRunning && task.Status != words.StatusQueued && !t.s.fp.Fire("mutant/admit-closed-task") {
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
 		return Attempt{}, refuse(CodeTaskInactive, "task is %s; only a running or queued task admits work", task.Status)
 	}
 	if task.StateVersion != r.ExpectedStateVersion {
@@ -55,7 +55,7 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 	} else if active != "" {
 		return Attempt{}, refuse(CodeActiveAttempt, "attempt %s is still active", active)
 	}
-	if task.RequeuePending != r.ClaimRequeue && !t.s.fp.Fire("mutant/requeue-not-exclusive") {
+	if task.RequeuePending != r.ClaimRequeue {
 		if task.RequeuePending {
 			return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
 		}
@@ -118,14 +118,30 @@ func (s *Store) Admit(r AdmitRequest) (a Attempt, err error) {
 }
 
 // AdmissionRefused is the second half of "a spent budget refuses admission
-// and moves an idle task to needs human": the transaction that held the
-// refused admission (a plain one, a user action's, a plan run's next item)
-// has rolled back, so the move is a transaction of its own. Any error other
-// than that refusal is left alone.
+// and moves an idle task to needs human" outside a user action: the
+// transaction that held the refused admission (a plain one, a plan run's next
+// item) has rolled back, so the move is a transaction of its own. Any error
+// other than that refusal is left alone. A user action's refusal makes the
+// same move itself, in the transaction that records the refusal (see
+// Tx.refused).
 func (s *Store) AdmissionRefused(planKey string, err error) {
 	if RefusalCode(err) == CodeBudgetSpent {
 		s.Update(func(tx *Tx) error { return tx.budgetSpent(planKey) })
 	}
+}
+
+// refused is the effect a user action's refusal carries, written in the
+// transaction that records the refusal and only there: a spent budget moves
+// an idle task to needs human. The move is part of the refusal's outcome, so
+// it lands exactly when that outcome is recorded. A refusal whose record
+// failed moved nothing: the caller gets a storage error, and a resend (not a
+// replay) meets the same guards, is refused again and moves the task then. A
+// replay of the recorded refusal applies nothing, the move included.
+func (t *Tx) refused(planKey string, r *Refusal) error {
+	if r.Code == CodeBudgetSpent {
+		return t.budgetSpent(planKey)
+	}
+	return nil
 }
 
 // budgetSpent moves an idle running or queued task to needs human.
@@ -157,14 +173,13 @@ func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (
 	if err != nil {
 		return Attempt{}, err
 	}
-	statusChecked := !t.s.fp.Fire("mutant/admit-closed-task")
-	if statusChecked && (words.Closed(task.Status) || words.HumanGated(task.Status)) {
+	if words.Closed(task.Status) || words.HumanGated(task.Status) {
 		return Attempt{}, refuse(CodeNotRetryable, "task is %s; retry is refused", task.Status)
 	}
-	if statusChecked && task.Status != words.StatusRunning && task.Status != words.StatusQueued {
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
 		return Attempt{}, refuse(CodeNotRetryable, "task is %s; retry needs running or queued", task.Status)
 	}
-	if task.RequeuePending && !t.s.fp.Fire("mutant/requeue-not-exclusive") {
+	if task.RequeuePending {
 		return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
 	}
 	a, err := t.lastAttempt(task, attemptID, expectedStateVersion)

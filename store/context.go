@@ -66,9 +66,6 @@ func (t *Tx) Reassign(planKey, assignmentID string) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil
 	}
-	if t.s.fp.Fire("mutant/assignment-no-generation") {
-		return t.bump(planKey)
-	}
 	return t.bumpContext(planKey)
 }
 

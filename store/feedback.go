@@ -38,13 +38,6 @@ func (t *Tx) insertEvent(e Event) error {
 	if err := t.queryRow(`SELECT revision, snapshot_id FROM plans WHERE key = ?`, e.PlanKey).Scan(&e.PlanRevision, &e.SnapshotID); err != nil {
 		return err
 	}
-	if t.s.fp.Fire("mutant/event-key-unscoped") {
-		// Deliberately wrong: the uniqueness check without the plan key.
-		var n int
-		if err := t.queryRow(`SELECT COUNT(*) FROM feedback_events WHERE kind = ? AND action_id = ?`, e.Kind, e.ActionID).Scan(&n); err != nil || n > 0 {
-			return err
-		}
-	}
 	var item, supersedes any
 	if e.Item != nil {
 		item = *e.Item
@@ -76,14 +69,8 @@ func (s *Store) FeedbackEvents(id Identity) ([]Event, error) {
 		if closed == 0 {
 			return refuse(CodeIllegal, "feedback events of %s are read only after its task-closed event", key)
 		}
-		q := `SELECT id, plan_key, action_id, plan_revision, snapshot_id, item, kind, COALESCE(text, ''), source_ref, COALESCE(supersedes, 0), created_at
-			FROM feedback_events WHERE plan_key = ? ORDER BY id`
-		args := []any{key}
-		if s.fp.Fire("mutant/feedback-unscoped") {
-			q = `SELECT id, plan_key, action_id, plan_revision, snapshot_id, item, kind, COALESCE(text, ''), source_ref, COALESCE(supersedes, 0), created_at
-			FROM feedback_events WHERE ? <> '' ORDER BY id`
-		}
-		evs, err := tx.events(q, args...)
+		evs, err := tx.events(`SELECT id, plan_key, action_id, plan_revision, snapshot_id, item, kind, COALESCE(text, ''), source_ref, COALESCE(supersedes, 0), created_at
+			FROM feedback_events WHERE plan_key = ? ORDER BY id`, key)
 		out = evs
 		return err
 	})

@@ -121,9 +121,6 @@ func (t *Tx) FinishMergeMerged(id string) error {
 	if _, err := t.exec(`UPDATE merge_attempts SET state = ?, updated_at = ? WHERE id = ?`, MergeMerged, t.nowMS(), id); err != nil {
 		return err
 	}
-	if t.s.fp.Fire("mutant/merge-outcome-without-close") {
-		return t.bump(m.PlanKey) // deliberately wrong: the status and event are left to reconciliation
-	}
 	return t.closeMerged(m.PlanKey, id)
 }
 
@@ -134,11 +131,7 @@ func (t *Tx) closeMerged(planKey, mergeID string) error {
 	if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusMerged, planKey); err != nil {
 		return err
 	}
-	actionID := mergeID
-	if t.s.fp.Fire("mutant/reconcile-fresh-key") {
-		actionID = t.s.ids.UUID() // deliberately wrong: a repeat is not recognised
-	}
-	if err := t.insertEvent(Event{PlanKey: planKey, ActionID: actionID, Kind: words.EventTaskClosed, SourceRef: planKey}); err != nil {
+	if err := t.insertEvent(Event{PlanKey: planKey, ActionID: mergeID, Kind: words.EventTaskClosed, SourceRef: planKey}); err != nil {
 		return err
 	}
 	return t.bump(planKey)
@@ -152,16 +145,11 @@ func (t *Tx) closeMerged(planKey, mergeID string) error {
 // cancel task is refused while a merge is submitting or queued, so a
 // cancelled task with a merged attempt is not a state this store writes.
 func (t *Tx) ReconcileMerged() ([]string, error) {
-	q := `SELECT m.plan_key, m.id FROM merge_attempts m JOIN tasks t ON t.plan_key = m.plan_key
+	rows, err := t.query(`SELECT m.plan_key, m.id FROM merge_attempts m JOIN tasks t ON t.plan_key = m.plan_key
 		WHERE m.state = 'merged' AND t.status <> ?
 		AND (t.status <> ? OR NOT EXISTS (SELECT 1 FROM feedback_events e
 			WHERE e.plan_key = m.plan_key AND e.kind = ? AND e.action_id = m.id))
-		ORDER BY m.plan_key, m.created_at, m.rowid`
-	if t.s.fp.Fire("mutant/reconcile-fresh-key") {
-		q = `SELECT m.plan_key, m.id FROM merge_attempts m JOIN tasks t ON t.plan_key = m.plan_key
-		WHERE m.state = 'merged' AND t.status <> ? AND ? <> '' AND ? <> '' ORDER BY m.plan_key`
-	}
-	rows, err := t.query(q, words.StatusCancelled, words.StatusMerged, words.EventTaskClosed)
+		ORDER BY m.plan_key, m.created_at, m.rowid`, words.StatusCancelled, words.StatusMerged, words.EventTaskClosed)
 	if err != nil {
 		return nil, err
 	}
@@ -232,13 +220,8 @@ func (t *Tx) SetRebaseInProgress(planKey, attemptID string) error {
 // attemptId; it reports whether this call cleared it (false: no marker, or
 // another attempt's).
 func (t *Tx) AbortRebase(planKey, attemptID string) (bool, error) {
-	q := `UPDATE tasks SET rebase_in_progress = NULL WHERE plan_key = ? AND json_valid(rebase_in_progress)
-		AND json_extract(rebase_in_progress, '$.attemptId') = ?`
-	args := []any{planKey, attemptID}
-	if t.s.fp.Fire("mutant/rebase-abort-no-cas") {
-		q, args = `UPDATE tasks SET rebase_in_progress = NULL WHERE plan_key = ? AND ? <> ''`, []any{planKey, attemptID}
-	}
-	res, err := t.exec(q, args...)
+	res, err := t.exec(`UPDATE tasks SET rebase_in_progress = NULL WHERE plan_key = ? AND json_valid(rebase_in_progress)
+		AND json_extract(rebase_in_progress, '$.attemptId') = ?`, planKey, attemptID)
 	if err != nil {
 		return false, err
 	}

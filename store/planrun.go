@@ -75,7 +75,7 @@ func (t *Tx) planProgress(planKey string) (planProgress, error) {
 			continue
 		}
 		p.executed = true
-		if a.State == words.Completed && a.Item != nil && !t.s.fp.Fire("mutant/resume-ignores-completed") {
+		if a.State == words.Completed && a.Item != nil {
 			p.completed[*a.Item] = a.Context.SnapshotID
 		}
 	}
@@ -98,9 +98,6 @@ func (p planProgress) next() (item int, ok bool) {
 // item not yet completed needs one from the current snapshot; a completed
 // item keeps one from the snapshot its execution used (or the current one).
 func (t *Tx) approvalGate(planKey string, p planProgress) error {
-	if t.s.fp.Fire("mutant/plan-run-skips-approvals") {
-		return nil
-	}
 	var latestChoice int
 	if err := t.queryRow(`SELECT COALESCE(MAX(review_version), 0) FROM choices WHERE plan_key = ?`, planKey).Scan(&latestChoice); err != nil {
 		return err
@@ -326,7 +323,7 @@ func (t *Tx) NextPlanItem(planKey string, reviewVersion int) (next PlanStart, fi
 	if err != nil {
 		return next, false, err
 	}
-	if p.plan.ReviewVersion != reviewVersion && !t.s.fp.Fire("mutant/plan-run-ignores-review-version") {
+	if p.plan.ReviewVersion != reviewVersion {
 		return next, false, refuse(CodeStaleReview, "the review changed while the run was under way (version %d, the run started at %d): review and resume", p.plan.ReviewVersion, reviewVersion)
 	}
 	item, ok := p.next()

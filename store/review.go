@@ -166,13 +166,7 @@ func (t *Tx) RejectWithFeedback(planKey, actionID string, expectedRevision int, 
 	if err != nil {
 		return 0, err
 	}
-	if t.s.fp.Fire("mutant/reject-closes-task") {
-		// Deliberately wrong: proves the scenarios guarding "reject is not a
-		// closed status" bite.
-		if err := t.closeTask(planKey, actionID); err != nil {
-			return 0, err
-		}
-	} else if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusQueued, planKey); err != nil {
+	if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusQueued, planKey); err != nil {
 		return 0, err
 	}
 	// One bump for the whole action; the plan revision changed, so it is the
@@ -279,9 +273,6 @@ func (t *Tx) setChoice(planKey, actionID, choiceKey string, item *int) error {
 		ORDER BY id DESC LIMIT 1`, planKey, choiceKey, words.EventSegmentAssign, words.EventSegmentAccept).Scan(&prev)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return err
-	}
-	if t.s.fp.Fire("mutant/choice-no-supersede") {
-		prev = 0
 	}
 	eventID, err := t.insertEventID(Event{PlanKey: planKey, ActionID: actionID, Kind: kind, Item: item,
 		SourceRef: choiceKey, Supersedes: prev})

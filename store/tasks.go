@@ -80,9 +80,6 @@ func knownStatus(s string) bool {
 // bump increases the task's state version by one: every durable change to
 // the task or its attempts does.
 func (t *Tx) bump(planKey string) error {
-	if t.s.fp.Fire("mutant/lifecycle-bumps-generation") {
-		return t.bumpContext(planKey)
-	}
 	_, err := t.exec(`UPDATE tasks SET state_version = state_version + 1, updated_at = ? WHERE plan_key = ?`, t.nowMS(), planKey)
 	return err
 }
@@ -117,7 +114,7 @@ func (t *Tx) SetTaskStatus(planKey, status string) error {
 	}
 	if active, err := t.activeAttempt(planKey); err != nil {
 		return err
-	} else if active != "" && !t.s.fp.Fire("mutant/human-gate-during-attempt") {
+	} else if active != "" {
 		return refuse(CodeActiveAttempt, "task status cannot change while attempt %s is active", active)
 	}
 	if status == words.StatusMerged || status == words.StatusCancelled {

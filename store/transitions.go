@@ -180,11 +180,7 @@ func (t *Tx) MarkRunning(attemptID string) error {
 	if err != nil {
 		return err
 	}
-	reason := a.FirstReason
-	if t.s.fp.Fire("mutant/mark-running-ignores-reason") {
-		reason = ""
-	}
-	g, _, _, err := t.guardFor(a, words.Running, reason)
+	g, _, _, err := t.guardFor(a, words.Running, a.FirstReason)
 	if err != nil {
 		return err
 	}
@@ -296,14 +292,10 @@ func (t *Tx) terminalTaskEffects(task Task, firstReason string, finding bool) er
 		return nil
 	}
 	timeLimit := firstReason == words.ReasonTimeLimit
-	if timeLimit && t.s.fp.Fire("mutant/time-limit-beats-cancel") {
-		_, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusNeedsHuman, task.PlanKey)
-		return err
-	}
 	switch {
-	case task.CancelRequested != "" && !t.s.fp.Fire("mutant/cancel-task-not-closed"):
+	case task.CancelRequested != "":
 		return t.closeTask(task.PlanKey, task.CancelRequested)
-	case (timeLimit && !t.s.fp.Fire("mutant/time-limit-no-human-gate")) || finding:
+	case timeLimit || finding:
 		_, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusNeedsHuman, task.PlanKey)
 		return err
 	}
@@ -343,18 +335,6 @@ func (t *Tx) Publish(attemptID string, result []byte, commit string, exitCode in
 	g, task, _, err := t.guardFor(a, words.Completed, a.FirstReason)
 	if err != nil {
 		return "", err
-	}
-	if t.s.fp.Fire("mutant/publish-ignores-context") {
-		g.ContextCurrent = true
-	}
-	if t.s.fp.Fire("mutant/publish-ignores-cancel") {
-		g.CancelRequested = false
-	}
-	if t.s.fp.Fire("mutant/completion-ignores-status") {
-		g.TaskRunning = true
-	}
-	if t.s.fp.Fire("mutant/late-publish-accepted") {
-		g.CurrentAttempt = true
 	}
 	if err := Legal(g); err != nil {
 		if RefusalCode(err) != CodeTaskNotRunning {

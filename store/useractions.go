@@ -47,8 +47,12 @@ func RequestHash(kind string, request any) string {
 // any other guard: the same action ID with the same request returns the saved
 // response and applies nothing; with another request it is refused as
 // "Action ID already used". A guard's refusal is recorded in its own
-// transaction; a storage error records nothing, so the UI may resend.
-// AfterCommit effects registered by fn run only if the action commits.
+// transaction, with the effect that rides on it (see refused); a storage
+// error records nothing, so the UI may resend. The caller gets a definite
+// outcome only once it is recorded: when the refusal's own transaction fails,
+// it gets that storage error, never the unrecorded refusal, because a resend
+// runs the guards again and may answer otherwise. AfterCommit effects
+// registered by fn run only if the action commits.
 func (s *Store) UserAction(a Action, fn func(tx *Tx) (Response, error)) (Response, error) {
 	if err := ids.CheckUUID("action ID", a.ActionID); err != nil {
 		return Response{}, &Refusal{Code: CodeBadInput, Message: err.Error()}
@@ -83,11 +87,17 @@ func (s *Store) UserAction(a Action, fn func(tx *Tx) (Response, error)) (Respons
 		return tx.saveAction(a, hash, resp)
 	})
 	if err != nil {
-		if refusal != nil && refusal.Code != CodeActionIDUsed {
-			resp = Response{Outcome: "refused", Code: refusal.Code, Message: refusal.Message}
-			if rerr := s.Update(func(tx *Tx) error { return tx.saveAction(a, hash, resp) }); rerr != nil {
-				return Response{}, err
+		if refusal == nil || refusal.Code == CodeActionIDUsed {
+			return Response{}, err
+		}
+		resp = Response{Outcome: "refused", Code: refusal.Code, Message: refusal.Message}
+		if rerr := s.Update(func(tx *Tx) error {
+			if err := tx.saveAction(a, hash, resp); err != nil {
+				return err
 			}
+			return tx.refused(a.PlanKey, refusal)
+		}); rerr != nil {
+			return Response{}, rerr
 		}
 		return resp, err
 	}
@@ -161,7 +171,7 @@ func (t *Tx) CancelTask(planKey, actionID string, recordReason bool) (outcome, a
 	// merge on GitHub, and a closed task can never change to merged.
 	if merge, err := t.activeMerge(planKey); err != nil {
 		return "", "", err
-	} else if merge != "" && !t.s.fp.Fire("mutant/cancel-during-merge") {
+	} else if merge != "" {
 		return "", "", refuse(CodeMergeActive, "cancel task is refused while merge attempt %s is submitting or queued", merge)
 	}
 	active, err := t.activeAttempt(planKey)

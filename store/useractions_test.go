@@ -11,6 +11,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
@@ -228,6 +229,32 @@ func TestUserActionStorageErrorRecordsNothing(t *testing.T) {
 			t.Errorf("resend not applied: %s", got)
 		}
 	})
+	t.Run("failed COMMIT", func(t *testing.T) {
+		// The action applied and its response was ready, but COMMIT failed:
+		// the caller gets the storage error and no response at all.
+		e := newEnv(t)
+		key := e.newTask("")
+		before := e.snap(key)
+		if err := e.fp.Enable("store/commit", "1*return"); err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		act := store.Action{PlanKey: key, ActionID: actionA, Kind: "approve", Request: 1}
+		resp, err := e.s.UserAction(act, toNeedsApproval(key, &calls))
+		if err == nil || !strings.Contains(err.Error(), "failpoint store/commit") {
+			t.Fatalf("err %v, want the failed COMMIT", err)
+		}
+		if resp != (store.Response{}) {
+			t.Errorf("a failed COMMIT answered %+v as well as its error", resp)
+		}
+		if diff := cmp.Diff(before, e.snap(key)); diff != "" {
+			t.Errorf("a failed COMMIT left writes behind:\n%s", diff)
+		}
+		resp, err = e.s.UserAction(act, toNeedsApproval(key, &calls))
+		if err != nil || resp.Replayed || resp.Outcome != "applied" || calls != 2 {
+			t.Fatalf("resend: %+v, %v (fn ran %d times)", resp, err, calls)
+		}
+	})
 	t.Run("plain error", func(t *testing.T) {
 		e := newEnv(t)
 		key := e.newTask("")
@@ -245,6 +272,83 @@ func TestUserActionStorageErrorRecordsNothing(t *testing.T) {
 			t.Errorf("an error left writes behind:\n%s", diff)
 		}
 	})
+}
+
+// TestUserActionRefusalRecordFails: when the transaction that records a
+// guard's refusal fails, the caller gets that storage error, never the
+// refusal, because nothing was recorded: the effect that rides on the
+// refusal (a spent budget's move to needs human) did not happen either. The
+// resend is not a replay: it runs the guards again and records the refusal
+// and the move in one transaction; its replay then applies nothing.
+//
+// kills: mutant/refusal-returned-unrecorded
+func TestUserActionRefusalRecordFails(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask("")
+	a := e.admit(key, words.KindReview)
+	if err := e.finish(a.ID, store.Terminal{State: words.Failed}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(3 * time.Hour) // the budget is spent; the task is idle and running
+	req := e.admitReq(key, words.KindReview)
+	calls := 0
+	retry := func(tx *store.Tx) (store.Response, error) {
+		calls++
+		a, err := tx.Admit(req)
+		if err != nil {
+			return store.Response{}, err
+		}
+		return store.Response{Outcome: "admitted", AttemptID: a.ID}, nil
+	}
+	act := store.Action{PlanKey: key, ActionID: actionA, Kind: "retry", Request: req.ExpectedStateVersion}
+	before := e.snap(key)
+
+	// The action itself rolls back (refused); only the refusal's own
+	// transaction reaches COMMIT, and it fails.
+	if err := e.fp.Enable("store/commit", "1*return"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.s.UserAction(act, retry)
+	if r, ok := store.IsRefusal(err); ok {
+		t.Fatalf("the caller got a refusal that was never recorded: %s (%s)", r.Code, r.Message)
+	}
+	if err == nil || !strings.Contains(err.Error(), "failpoint store/commit") {
+		t.Fatalf("err %v, want the failed COMMIT", err)
+	}
+	if resp != (store.Response{}) {
+		t.Errorf("an unrecorded refusal answered %+v", resp)
+	}
+	if diff := cmp.Diff(before, e.snap(key)); diff != "" {
+		t.Errorf("an unrecorded refusal changed the database (-before +after):\n%s", diff)
+	}
+	if _, ok := e.savedResponse(key, actionA); ok {
+		t.Errorf("the refusal was recorded although its transaction failed")
+	}
+
+	// The resend runs the guards again: refused, recorded, and moved.
+	resp, err = e.s.UserAction(act, retry)
+	wantRefusal(t, err, store.CodeBudgetSpent)
+	if calls != 2 || resp.Replayed || resp.Outcome != "refused" || resp.Code != store.CodeBudgetSpent {
+		t.Fatalf("resend: %+v (fn ran %d times), want a fresh refusal", resp, calls)
+	}
+	if saved, ok := e.savedResponse(key, actionA); !ok || saved.Code != store.CodeBudgetSpent {
+		t.Errorf("recorded response %+v (%t), want the budget refusal", saved, ok)
+	}
+	after := e.snap(key)
+	if after.Task.Status != words.StatusNeedsHuman || after.Task.StateVersion != before.Task.StateVersion+1 {
+		t.Errorf("after the recorded refusal the task is %s at state version %d, want needs human at %d",
+			after.Task.Status, after.Task.StateVersion, before.Task.StateVersion+1)
+	}
+
+	// Its replay returns the saved refusal and applies nothing.
+	resp, err = e.s.UserAction(act, retry)
+	wantRefusal(t, err, store.CodeBudgetSpent)
+	if calls != 2 || !resp.Replayed {
+		t.Errorf("replay: %+v (fn ran %d times)", resp, calls)
+	}
+	if diff := cmp.Diff(after, e.snap(key)); diff != "" {
+		t.Errorf("the replay changed the database (-before +after):\n%s", diff)
+	}
 }
 
 // TestUserActionAfterCommit: effects registered with AfterCommit run only
