@@ -147,9 +147,9 @@ func (a *App) Run() error {
 	return a.shutdown()
 }
 
-// abandon ends a run that stopped before serving: the coordinator never
-// opened to work, so only steps 7 and 8 have anything to give back. It
-// returns err joined with theirs.
+// abandon ends a run that stopped before serving (a failed startup, or the
+// release): nothing was admitted, so only steps 7 and 8 have anything to
+// give back. It returns err joined with theirs.
 func (a *App) abandon(err error) error {
 	return errors.Join(err, a.closeStore(), a.releaseLock())
 }
