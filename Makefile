@@ -26,6 +26,8 @@ bench:
 	$(GO) test ./sim -run '^$$' -bench . -benchtime 200x
 
 # demo replays every scenario with its trace, until `codeboost serve --demo`
-# exists (a later issue).
+# exists (a later issue). The replay is a go test entry point
+# (scenarios/replay_test.go), run in local directory mode so that go test
+# shows its output; the codeboost binary links no scenario.
 demo: build
-	./bin/codeboost scenarios -v
+	cd scenarios && $(GO) test -count=1 -run '^TestReplay$$' -traces

@@ -135,7 +135,7 @@ func admit(task, kind, name string) step {
 
 func settle(name string, exit int, output string) step {
 	return func(w *sweepWorld) bool {
-		if h := w.D.Handle(w.ids[name]); h != nil && h.settled == nil {
+		if h := w.D.Handle(w.ids[name]); h != nil && !h.HasSettled() {
 			h.Settle(dadapter.Settlement{ExitCode: exit, Output: []byte(output)})
 			w.Loop.Drain()
 		}
@@ -269,10 +269,8 @@ func (w *sweepWorld) check(t reporter, label string) {
 		}
 	}
 	// Step 2b: no preparation group of the crashed process is left alive.
-	for _, g := range w.D.groups {
-		if g.alive {
-			fail("preparation group %d of %s is still alive after recovery", g.pgid, w.Name(g.attemptID))
-		}
+	for _, g := range w.D.LiveGroups() {
+		fail("preparation group %d of %s is still alive after recovery", g.PGID, w.Name(g.AttemptID))
 	}
 	if n := w.Runner.SlotsUsed(); n != 0 {
 		fail("%d slots held after recovery", n)

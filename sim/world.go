@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/dadapter/simd"
 	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/runner"
@@ -36,7 +37,7 @@ type World struct {
 	Loop   *Loop
 	IDs    *ids.Seeded
 	FP     *failpoints.Set
-	D      *D
+	D      *simd.D
 	Store  *store.Store
 	Runner *runner.Coordinator
 	Owner  string
@@ -60,8 +61,7 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 		return nil, err
 	}
 	w.Clock = NewClock(w.Loop)
-	w.D = NewD(w.Name, w.Trace)
-	w.D.Failpoints = fp
+	w.D = simd.NewD(w.Name, w.Trace)
 	w.D.Now = w.Clock.Now
 	if err := w.boot(); err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/codeboost/codeboost/dadapter"
-	"github.com/codeboost/codeboost/sim"
+	"github.com/codeboost/codeboost/dadapter/simd"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -61,7 +61,7 @@ func cmdD(ts *gts.TestScript, neg bool, args []string) {
 	if len(args) < 2 || len(args) > 3 {
 		ts.Fatalf("usage: d OP auto|hold|fail|refuse [MESSAGE]")
 	}
-	p := sim.Policy{Mode: args[1]}
+	p := simd.Policy{Mode: args[1]}
 	if len(args) == 3 {
 		p.Msg = args[2]
 	}
@@ -110,7 +110,7 @@ func cmdAborted(ts *gts.TestScript, neg bool, args []string) {
 	}
 }
 
-func (s *scenario) handle(ts *gts.TestScript, name string) *sim.Handle {
+func (s *scenario) handle(ts *gts.TestScript, name string) *simd.Handle {
 	h := s.world(ts).D.Handle(s.attempt(ts, name))
 	if h == nil {
 		s.fatal(ts, "D never started %s", name)

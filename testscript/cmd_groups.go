@@ -3,7 +3,7 @@ package testscript
 import (
 	"strconv"
 
-	"github.com/codeboost/codeboost/sim"
+	"github.com/codeboost/codeboost/dadapter/simd"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -34,7 +34,7 @@ func cmdGroupAlive(ts *gts.TestScript, neg bool, args []string) {
 	}
 	op := a.kv["op"]
 	switch op {
-	case "", sim.OpStorage, sim.OpClone:
+	case "", simd.OpStorage, simd.OpClone:
 	default:
 		ts.Fatalf("group-alive: op is storage or clone, not %q", op)
 	}

@@ -1,53 +1,182 @@
-// Package cli is the codeboost command line:
+// Package cli is the codeboost command line: it parses a command and its
+// flags and calls package app, which owns startup and shutdown.
 //
-//	codeboost serve --db PATH [--root DIR]          take the lock, open and migrate the Store, recover, serve until SIGINT/SIGTERM
-//	codeboost serve --db PATH --release-preparation ATTEMPT
-//	                                                release an unknown preparation, then exit
-//	codeboost scenarios [-v] [-run REGEXP]          replay the race-regression scenarios
+//	codeboost serve --db PATH [--root DIR] [--ready FILE] [--check] [--log-format text|json]
+//	codeboost serve --db PATH --release-preparation ATTEMPT_ID [--root DIR] [--log-format text|json]
+//	codeboost help [serve]
 //
-// It is the only package that wires the real parts together (the lock, the
-// Store, the runner); scenarios re-execute it as a real process for the
-// cases about two processes, the lock, paths and links.
+// Help (--help, -h, help) goes to stdout with exit code 0; a usage error
+// goes to stderr with exit code 2; a runtime error goes to stderr with exit
+// code 1. Logs go to stdout (text or JSON); errors and what a second signal
+// does go to stderr as plain text.
+//
+// It imports app, ids and the standard library (and, for now, failpoints):
+// no scenario language, no simulator and no scenario files. The scenario
+// replay is a go test entry point, scenarios' TestReplay (see the README).
 package cli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
+	"github.com/codeboost/codeboost/app"
 	"github.com/codeboost/codeboost/failpoints"
+	"github.com/codeboost/codeboost/ids"
 )
 
-// Failpoints is nil in the production binary. Only the scenarios' test
-// binary, which re-executes itself as codeboost, sets it, to show that the
-// real-process scenarios bite; the binary itself reads no variable for it.
-var Failpoints *failpoints.Set
+// Options are what a caller of Run passes besides the arguments.
+type Options struct {
+	Stdout, Stderr io.Writer // nil: os.Stdout, os.Stderr
+
+	// Failpoints is TEMPORARY and nil in the binary: only the scenarios'
+	// test binary, which re-executes itself as codeboost, passes a set
+	// with one legacy mutant enabled (CODEBOOST_TEST_MUTANT), so that the
+	// lock's legacy mutants still bite. It goes once every mutant is a file
+	// under scenarios/mutants (issue 7).
+	Failpoints *failpoints.Set
+}
+
+// The exit codes.
+const (
+	exitOK      = 0
+	exitRuntime = 1 // startup or shutdown failed; the message says why
+	exitUsage   = 2 // the command line is wrong
+)
+
+const usage = `Usage:
+  codeboost serve --db PATH [flags]   run the runner on a database until SIGINT or SIGTERM
+  codeboost help [COMMAND]            show help
+
+Run 'codeboost serve --help' for serve's flags.
+`
+
+const serveUsage = `Usage:
+  codeboost serve --db PATH [--root DIR] [--ready FILE] [--check] [--log-format text|json]
+  codeboost serve --db PATH --release-preparation ATTEMPT_ID [--root DIR] [--log-format text|json]
+
+Takes the single-runner lock, opens and migrates the Store, reads the runner
+owner token, runs startup recovery and serves until SIGINT or SIGTERM, then
+shuts down in order. A second signal during startup stops at once (exit 130);
+during shutdown it prints "Still stopping agents…" and skips nothing.
+
+Flags:
+`
 
 // Run runs one command line and returns the process exit code.
-func Run(args []string) int {
-	if len(args) < 1 {
-		usage()
-		return 2
+func Run(args []string, opt Options) int {
+	stdout, stderr := opt.Stdout, opt.Stderr
+	if stdout == nil {
+		stdout = os.Stdout
+	}
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
 	}
 	switch args[0] {
-	case "scenarios":
-		return runScenarios(args[1:])
 	case "serve":
-		return serve(args[1:], os.Stdout, os.Stderr)
-	case "-h", "--help", "help":
-		usage()
-		return 0
+		return serve(args[1:], stdout, stderr, opt.Failpoints)
+	case "help", "-h", "-help", "--help":
+		return help(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(os.Stderr, "codeboost: unknown command %q\n", args[0])
-	usage()
-	return 2
+	fmt.Fprintf(stderr, "codeboost: unknown command %q\n\n%s", args[0], usage)
+	return exitUsage
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, `usage:
-  codeboost serve --db PATH [--root DIR] [--ready FILE] [--check]
-  codeboost serve --db PATH --release-preparation ATTEMPT_ID
-  codeboost scenarios [-v] [-run REGEXP]`)
+// help is `codeboost help [COMMAND]`.
+func help(args []string, stdout, stderr io.Writer) int {
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stdout, usage)
+	case len(args) == 1 && args[0] == "serve":
+		fl, _ := serveFlags(io.Discard)
+		printServeUsage(stdout, fl)
+	default:
+		fmt.Fprintf(stderr, "codeboost help: unknown command %q\n\n%s", strings.Join(args, " "), usage)
+		return exitUsage
+	}
+	return exitOK
 }
 
-// Main is Run for callers that want a func() (testscript.Main).
-func Main() { os.Exit(Run(os.Args[1:])) }
+// serveArgs are serve's flags, spelled as the README spells them.
+type serveArgs struct {
+	db, root, ready, release, logFormat string
+	check                               bool
+}
+
+// serveFlags defines serve's flags on a FlagSet whose parse errors go to w.
+func serveFlags(w io.Writer) (*flag.FlagSet, *serveArgs) {
+	var a serveArgs
+	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fl.SetOutput(w)
+	fl.StringVar(&a.db, "db", "", "the SQLite database `PATH` (required; created if missing)")
+	fl.StringVar(&a.root, "root", "", "the runner root `DIR` (default: <db dir>/codeboost-runner)")
+	fl.StringVar(&a.ready, "ready", "", "write `FILE` once startup has finished (for scripts)")
+	fl.BoolVar(&a.check, "check", false, "run startup (lock, Store, migrations, checks, recovery), then shut down and exit instead of serving")
+	fl.StringVar(&a.release, "release-preparation", "", "release the unknown preparation of `ATTEMPT_ID` that recovery's step 7 reported, then exit")
+	fl.StringVar(&a.logFormat, "log-format", app.LogText, "the log `FORMAT`: text or json")
+	fl.Usage = func() {} // serve prints the usage itself: to stdout for help, to stderr for an error
+	return fl, &a
+}
+
+// printServeUsage writes serve's usage and its flags, spelled --name.
+func printServeUsage(w io.Writer, fl *flag.FlagSet) {
+	fmt.Fprint(w, serveUsage)
+	fl.VisitAll(func(f *flag.Flag) {
+		name, text := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintf(w, "%-34s %s\n", line, text)
+	})
+}
+
+// serve is `codeboost serve`: it checks the flags and runs the app.
+func serve(args []string, stdout, stderr io.Writer, fp *failpoints.Set) int {
+	fl, a := serveFlags(stderr)
+	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printServeUsage(stdout, fl)
+			return exitOK
+		}
+		printServeUsage(stderr, fl) // after the flag package's own line saying what is wrong
+		return exitUsage
+	}
+	usageError := func(msg string) int {
+		fmt.Fprintf(stderr, "codeboost serve: %s\nRun 'codeboost serve --help' for usage.\n", msg)
+		return exitUsage
+	}
+	if fl.NArg() != 0 {
+		return usageError(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
+	}
+	if a.db == "" {
+		return usageError("--db PATH is required")
+	}
+	if a.release != "" && !ids.ValidUUID(a.release) {
+		return usageError(fmt.Sprintf("--release-preparation: attempt ID %q is not a lowercase UUID v4", a.release))
+	}
+	log, err := app.NewLogger(stdout, a.logFormat)
+	if err != nil {
+		return usageError("--log-format: " + err.Error())
+	}
+	ap, err := app.New(app.Options{
+		DB: a.db, Root: a.root, Ready: a.ready, Check: a.check, ReleasePreparation: a.release,
+		Log: log, Stderr: stderr, Failpoints: fp,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitRuntime
+	}
+	if err := ap.Run(); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitRuntime
+	}
+	return exitOK
+}

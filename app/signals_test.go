@@ -1,4 +1,4 @@
-package cli
+package app_test
 
 import (
 	"bufio"
@@ -8,11 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/codeboost/codeboost/app"
 	"github.com/codeboost/codeboost/dadapter/procgroup"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/internal/testbin"
@@ -169,47 +169,41 @@ func TestSecondCtrlCDuringStartupStopsAtOnce(t *testing.T) {
 	}
 	// The next start recovers as after a crash: the lock went with the
 	// process, and the row is finalized now.
-	code, stdout, errs := runServe(t, "--db", db, "--check")
-	if code != 0 || !strings.Contains(stdout, "recovery: finalized") {
-		t.Fatalf("the next start: exit %d\n%s%s", code, stdout, errs)
+	if logs, err := check(t, db); err != nil || !strings.Contains(logs, "recovery: finalized") {
+		t.Fatalf("the next start: %v\n%s", err, logs)
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for serve's writers and its signal
-// goroutine at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// holdingServer is a server whose drain (shutdown step 2) waits until the
+// test releases it: without a Docker adapter no job can keep shutdown busy,
+// but a slow drain can, as issue 8's server will.
+type holdingServer struct{ held, release chan struct{} }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+func (s holdingServer) SetStopping()      {}
+func (s holdingServer) Drain()            { close(s.held); <-s.release }
+func (s holdingServer) AbortRequests()    {}
+func (s holdingServer) AwaitRequestWork() {}
+func (s holdingServer) Close()            {}
 
 // TestSecondSignalDuringShutdownSkipsNothing: after startup, the first
 // SIGINT begins shutdown; a second one while shutdown is still under way
-// prints "Still stopping agents…" and shutdown goes on to its end (exit 0,
-// the lock released), instead of stopping the process.
+// prints "Still stopping agents…" and shutdown goes on to its end (no
+// error, the lock released), instead of stopping the process.
 func TestSecondSignalDuringShutdownSkipsNothing(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	dir := t.TempDir()
 	db := filepath.Join(dir, "codeboost.db")
 	ready := filepath.Join(dir, "ready")
-	held, release := make(chan struct{}), make(chan struct{})
-	duringShutdown = func() { close(held); <-release }
-	defer func() { duringShutdown = nil }()
+	server := holdingServer{held: make(chan struct{}), release: make(chan struct{})}
 
 	var out, errs syncBuffer
-	code := make(chan int, 1)
-	go func() { code <- serve([]string{"--db", db, "--ready", ready}, &out, &errs) }()
+	log, _ := app.NewLogger(&out, app.LogText)
+	a, err := app.New(app.Options{DB: db, Ready: ready, Log: log, Stderr: &errs, Server: server})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.Run() }()
 	for i := 0; ; i++ {
 		if _, err := os.Stat(ready); err == nil {
 			break
@@ -220,7 +214,7 @@ func TestSecondSignalDuringShutdownSkipsNothing(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	syscall.Kill(os.Getpid(), syscall.SIGINT)
-	<-held
+	<-server.held
 	syscall.Kill(os.Getpid(), syscall.SIGINT)
 	for i := 0; !strings.Contains(errs.String(), "Still stopping agents…"); i++ {
 		if i > 3000 {
@@ -228,16 +222,15 @@ func TestSecondSignalDuringShutdownSkipsNothing(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	close(release)
-	if c := <-code; c != 0 {
-		t.Fatalf("exit %d\n%s%s", c, out.String(), errs.String())
+	close(server.release)
+	if err := <-done; err != nil {
+		t.Fatalf("%v\n%s%s", err, out.String(), errs.String())
 	}
 	if !strings.Contains(out.String(), "shutdown: every job ended") {
 		t.Errorf("shutdown did not run to its end:\n%s", out.String())
 	}
 	// The lock went with the finished shutdown: the next start takes it.
-	duringShutdown = nil
-	if c, o, e := runServe(t, "--db", db, "--check"); c != 0 {
-		t.Fatalf("next start: exit %d\n%s%s", c, o, e)
+	if logs, err := check(t, db); err != nil {
+		t.Fatalf("next start: %v\n%s", err, logs)
 	}
 }

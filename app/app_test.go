@@ -1,4 +1,4 @@
-package cli
+package app_test
 
 import (
 	"bytes"
@@ -7,20 +7,58 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/codeboost/codeboost/app"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
 
-// runServe runs `codeboost serve ARGS` in this process.
-func runServe(t *testing.T, args ...string) (code int, stdout, stderr string) {
+// syncBuffer is a bytes.Buffer safe for the app's log and its signal
+// watcher at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runApp runs the App in this process with opt (its Log and Stderr set
+// here) and returns Run's error, the text log and what went to stderr.
+func runApp(t *testing.T, opt app.Options) (logs, stderr string, err error) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	code = serve(args, &out, &errb)
-	return code, out.String(), errb.String()
+	var out, errs syncBuffer
+	log, lerr := app.NewLogger(&out, app.LogText)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	opt.Log, opt.Stderr = log, &errs
+	a, err := app.New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Run()
+	return out.String(), errs.String(), err
+}
+
+// check runs `codeboost serve --db DB --check` in this process.
+func check(t *testing.T, db string) (logs string, err error) {
+	t.Helper()
+	logs, _, err = runApp(t, app.Options{DB: db, Check: true})
+	return logs, err
 }
 
 var ownerLine = regexp.MustCompile(`codeboost: runner owner ([0-9a-f]{32})`)
@@ -33,42 +71,42 @@ func firstStart(t *testing.T) (dir, db, token string) {
 	t.Setenv("HOME", t.TempDir())
 	dir = t.TempDir()
 	db = filepath.Join(dir, "codeboost.db")
-	code, out, errs := runServe(t, "--db", db, "--check")
-	if code != 0 {
-		t.Fatalf("first start: exit %d\n%s%s", code, out, errs)
+	logs, err := check(t, db)
+	if err != nil {
+		t.Fatalf("first start: %v\n%s", err, logs)
 	}
-	m := ownerLine.FindStringSubmatch(out)
+	m := ownerLine.FindStringSubmatch(logs)
 	if m == nil {
-		t.Fatalf("no owner token in %q", out)
+		t.Fatalf("no owner token in %q", logs)
 	}
 	return dir, db, m[1]
 }
 
-// TestServeRecoversWhatACrashLeft is production wiring end to end on real
+// TestRunRecoversWhatACrashLeft is production wiring end to end on real
 // files: a database and runner root as a killed process leaves them (a
 // running attempt, its attempt directory, an entry recovery does not know)
-// are recovered by `codeboost serve` before admission opens, and shutdown
-// then runs in order.
-func TestServeRecoversWhatACrashLeft(t *testing.T) {
+// are recovered before admission opens, and shutdown then runs in order.
+func TestRunRecoversWhatACrashLeft(t *testing.T) {
 	dir, db, token := firstStart(t)
 	attempt, planKey, attempts := leaveCrashedAttempt(t, db, dir, token)
 	if err := os.WriteFile(filepath.Join(attempts, "notes.txt"), []byte("mine"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	code, out, errs := runServe(t, "--db", db, "--check")
-	if code != 0 {
-		t.Fatalf("restart: exit %d\n%s%s", code, out, errs)
+	out, err := check(t, db)
+	if err != nil {
+		t.Fatalf("restart: %v\n%s", err, out)
 	}
 	for _, want := range []string{
 		"recovery: finalized " + attempt.ID + " failed",
 		"recovery: requeue " + planKey,
 		"attempts/notes.txt under the attempts directory; left alone",
 		"recovery: done; runner open",
+		"codeboost: stopping\n",
 		"shutdown: every job ended",
 	} {
 		if !strings.Contains(out, want) {
-			t.Errorf("serve output lacks %q:\n%s", want, out)
+			t.Errorf("the log lacks %q:\n%s", want, out)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(attempts, attempt.ID)); !os.IsNotExist(err) {
@@ -89,22 +127,22 @@ func TestServeRecoversWhatACrashLeft(t *testing.T) {
 	}
 }
 
-// TestServeFailedRecoveryReleasesTheLock: a startup that fails after the
-// lock was taken exits non-zero with its message and releases the lock.
-func TestServeFailedRecoveryReleasesTheLock(t *testing.T) {
+// TestRunFailedRecoveryReleasesTheLock: a startup that fails after the lock
+// was taken returns its error and releases the lock.
+func TestRunFailedRecoveryReleasesTheLock(t *testing.T) {
 	dir, db, _ := firstStart(t)
 	// A root that is a file: recovery cannot make the runner's directories.
 	root := filepath.Join(dir, "root-file")
 	if err := os.WriteFile(root, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := runServe(t, "--db", db, "--root", root, "--check")
-	if code != 1 || errs == "" {
-		t.Fatalf("want exit 1 with a message, got %d %q", code, errs)
+	logs, _, err := runApp(t, app.Options{DB: db, Root: root, Check: true})
+	if err == nil {
+		t.Fatalf("want an error, got none:\n%s", logs)
 	}
 	// The lock was released on that exit path: the next start takes it.
-	if code, out, errs := runServe(t, "--db", db, "--check"); code != 0 {
-		t.Fatalf("after a failed start the lock is still held: exit %d\n%s%s", code, out, errs)
+	if logs, err := check(t, db); err != nil {
+		t.Fatalf("after a failed start the lock is still held: %v\n%s", err, logs)
 	}
 }
 
@@ -141,11 +179,11 @@ func leaveCrashedAttempt(t *testing.T, db, dir, token string) (store.Attempt, st
 	return attempt, id.Key(), attempts
 }
 
-// TestServeFinalizationFailsThenRetries is R066 with the real lock: a
-// storage error in recovery's finalization transaction stops startup with
-// the error and a non-zero exit, removes nothing, and releases the lock; the
-// next start runs recovery again from the start and finishes it.
-func TestServeFinalizationFailsThenRetries(t *testing.T) {
+// TestRunFinalizationFailsThenRetries is R066 with the real lock: a storage
+// error in recovery's finalization transaction stops startup with the
+// error, removes nothing, and releases the lock; the next start runs
+// recovery again from the start and finishes it.
+func TestRunFinalizationFailsThenRetries(t *testing.T) {
 	dir, db, token := firstStart(t)
 	attempt, _, attempts := leaveCrashedAttempt(t, db, dir, token)
 	raw := func(q string) {
@@ -161,9 +199,9 @@ func TestServeFinalizationFailsThenRetries(t *testing.T) {
 	}
 	raw(`CREATE TRIGGER disk_error BEFORE UPDATE OF state ON attempts BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END`)
 
-	code, out, errs := runServe(t, "--db", db, "--check")
-	if code != 1 || !strings.Contains(errs, "the finalization transaction failed") || !strings.Contains(errs, "disk I/O error") {
-		t.Fatalf("want exit 1 with the finalization error, got %d\n%s%s", code, out, errs)
+	out, err := check(t, db)
+	if err == nil || !strings.Contains(err.Error(), "the finalization transaction failed") || !strings.Contains(err.Error(), "disk I/O error") {
+		t.Fatalf("want the finalization error, got %v\n%s", err, out)
 	}
 	if strings.Contains(out, "serving") || strings.Contains(out, "recovery: finalized") {
 		t.Errorf("startup went on after the failed finalization:\n%s", out)
@@ -173,9 +211,9 @@ func TestServeFinalizationFailsThenRetries(t *testing.T) {
 	}
 
 	raw(`DROP TRIGGER disk_error`)
-	code, out, errs = runServe(t, "--db", db, "--check")
-	if code != 0 || !strings.Contains(out, "recovery: finalized "+attempt.ID+" failed") {
-		t.Fatalf("the next start (lock released?) exit %d\n%s%s", code, out, errs)
+	out, err = check(t, db)
+	if err != nil || !strings.Contains(out, "recovery: finalized "+attempt.ID+" failed") {
+		t.Fatalf("the next start (lock released?): %v\n%s", err, out)
 	}
 	if _, err := os.Stat(filepath.Join(attempts, attempt.ID)); !os.IsNotExist(err) {
 		t.Errorf("the attempt directory is still there after recovery: %v", err)

@@ -1,4 +1,20 @@
-package sim
+// Package simd is the simulated D: the D contract (package dadapter) played
+// by a script instead of Docker. It is as unkind as the contract allows:
+// Settled is withheld until the script settles a handle, preparation can be
+// held, failed or refused, exports and removals can fail or hang, and what a
+// crashed runner leaves behind (agent containers, labelled task storage,
+// preparation process groups) outlives it until recovery acts.
+//
+// The scenarios drive it through package sim's deterministic world; the
+// demo (`codeboost serve --demo`, a later issue) links it on its own, without
+// the rest of the simulator. So it may import only dadapter and the standard
+// library: not sim, not testscript, not store, not runner, not failpoints.
+// Its time source is a plain func (D.Now), its names for the trace a func
+// from attempt ID to alias.
+//
+// A D is not safe for concurrent use: its caller delivers every request and
+// every script step from one goroutine (the simulator's loop, or the demo's).
+package simd
 
 import (
 	"context"
@@ -8,7 +24,6 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
-	"github.com/codeboost/codeboost/failpoints"
 )
 
 // Ops are the simulated D's operations a scenario can steer.
@@ -48,9 +63,6 @@ type D struct {
 
 	// Now stamps a reported group's start time (nil: the zero time).
 	Now func() time.Time
-
-	// Failpoints is the world's set: D's own mutants (mutant/d-…) read it.
-	Failpoints *failpoints.Set
 }
 
 type op struct {
@@ -125,6 +137,25 @@ func (d *D) GroupAlive(op, attemptID string) bool {
 	return false
 }
 
+// LiveGroup is a preparation process group that is still alive.
+type LiveGroup struct {
+	PGID      int
+	Op        string // OpStorage or OpClone; "unrelated" for a reused group ID
+	AttemptID string // "" for a reused group ID
+}
+
+// LiveGroups lists the process groups still alive, by group ID.
+func (d *D) LiveGroups() []LiveGroup {
+	var out []LiveGroup
+	for _, g := range d.groups {
+		if g.alive {
+			out = append(out, LiveGroup{PGID: g.pgid, Op: g.kind, AttemptID: g.attemptID})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PGID < out[j].PGID })
+	return out
+}
+
 // ErrIdentity is StopGroup's refusal to signal a group whose saved identity
 // does not match the live one.
 var ErrIdentity = errors.New("EIDENTITY: cannot prove the saved process group identity, so it was not signalled")
@@ -153,6 +184,8 @@ type fs struct {
 func (f *fs) Owner() dadapter.StorageOwner { return f.owner }
 func (f *fs) MetadataBaseline() string     { return "baseline-" + f.owner.AllocationID[:8] }
 func (f *fs) Base() string                 { return "base0000" }
+
+var _ dadapter.D = (*D)(nil)
 
 // NewD returns a D whose ops all succeed at once.
 func NewD(name func(string) string, trace func(string)) *D {
@@ -372,10 +405,9 @@ func (d *D) RecoverLeftovers(ctx context.Context, owner string, done func(dadapt
 			done(dadapter.RecoveryReport{}, err)
 			return
 		}
-		unscoped := d.Failpoints.Fire("mutant/d-recovery-unscoped")
 		var ids []string
 		for id, h := range d.handles {
-			if (h.input.RunnerOwner == owner || unscoped) && !h.removed && h.settled == nil { // a settled one's container is already gone
+			if h.input.RunnerOwner == owner && !h.removed && h.settled == nil { // a settled one's container is already gone
 				ids = append(ids, id)
 			}
 		}
@@ -387,7 +419,7 @@ func (d *D) RecoverLeftovers(ctx context.Context, owner string, done func(dadapt
 		var r dadapter.RecoveryReport
 		var storage []string
 		for id, f := range d.storage {
-			if f.owner.RunnerOwner == owner || unscoped {
+			if f.owner.RunnerOwner == owner {
 				storage = append(storage, id)
 			}
 		}
@@ -458,7 +490,7 @@ func (d *D) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
 		return nil, errors.New(p.Msg)
 	}
 	if in.Storage == nil {
-		return nil, errors.New("sim: an invocation needs task storage")
+		return nil, errors.New("simd: an invocation needs task storage")
 	}
 	h := &Handle{d: d, attemptID: in.AttemptID, input: in}
 	d.handles[in.AttemptID] = h
@@ -497,6 +529,9 @@ func (h *Handle) Cancel(reason dadapter.StopReason) {
 
 // Handle returns the attempt's handle, or nil.
 func (d *D) Handle(attemptID string) *Handle { return d.handles[attemptID] }
+
+// HasSettled reports whether the script has settled the handle.
+func (h *Handle) HasSettled() bool { return h.settled != nil }
 
 // Cancels lists the reasons Cancel was called with.
 func (h *Handle) Cancels() []dadapter.StopReason { return h.cancels }

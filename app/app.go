@@ -1,0 +1,285 @@
+// Package app is the codeboost application: the contract's startup (decision
+// 1's lock, the Store and its migrations under it, the path check, the runner
+// owner token, startup recovery, what a person must do, ready) and its
+// shutdown steps 1 to 8, each a named method, in the contract's order, kept
+// in one place (Run and shutdown). It wires the real parts together: the lock,
+// the Store, the runner's coordinator on its goroutine loop, the production D
+// and process-group recovery. The HTTP server of a later issue plugs into
+// shutdown through Server and Publisher.
+//
+// Package cli parses the command line and calls Run; nothing else does.
+//
+// It may import runner (and runner/lock), store, dadapter and its production
+// implementations, and the leaf packages; never sim, testscript or the
+// scenarios, which are for tests and the scenario replay only.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/dadapter/nodocker"
+	"github.com/codeboost/codeboost/dadapter/procgroup"
+	"github.com/codeboost/codeboost/failpoints"
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/runner"
+	"github.com/codeboost/codeboost/runner/lock"
+	"github.com/codeboost/codeboost/store"
+)
+
+// Options configure one run of the application. DB is required; everything
+// else has a default.
+type Options struct {
+	DB    string // the SQLite database file (--db); created if missing
+	Root  string // the runner root (--root); "" means <db dir>/codeboost-runner
+	Ready string // written once startup has finished (--ready); "" for none
+	Check bool   // --check: run startup, then shut down at once instead of serving
+
+	// ReleasePreparation is --release-preparation: instead of serving,
+	// release the unknown preparation of this attempt (startup recovery
+	// step 7), then exit.
+	ReleasePreparation string
+
+	// Log receives the logs: the runner's decisions, the owner token,
+	// what recovery left for a person. Nil discards them.
+	Log *slog.Logger
+	// Stderr receives the messages for a person at the terminal that are
+	// not logs: what a second signal does. Nil means os.Stderr.
+	Stderr io.Writer
+
+	// Server is the HTTP server's part of shutdown (steps 1, 2, 3 and 6);
+	// nil in this build, which has none yet.
+	Server Server
+	// Publisher is the task publisher's part of shutdown (step 2a); nil in
+	// this build, which publishes nothing to GitHub yet.
+	Publisher Publisher
+
+	// Failpoints is TEMPORARY and nil in the binary: the scenarios' test
+	// binary, which re-executes itself as codeboost, passes a set with one
+	// legacy mutant enabled so that the lock's scenarios still bite. It goes
+	// once every mutant is a file under scenarios/mutants (issue 7).
+	Failpoints *failpoints.Set
+}
+
+// App is one codeboost process's application: what startup has taken or
+// opened, and what shutdown gives back. Its methods run on the caller's
+// goroutine, one after the other; only the signal watcher runs beside them
+// and it reads nothing but starting.
+type App struct {
+	opt    Options
+	log    *slog.Logger // never nil
+	stderr io.Writer    // never nil
+
+	starting atomic.Bool // true until startup has finished: a second signal then exits at once
+
+	lock       *lock.Lock            // held from takeLock until releaseLock; nil otherwise
+	store      *store.Store          // open from openStore until closeStore; nil otherwise
+	capability store.Capability      // the Store's shutdown capability, for the owner token, recovery and the runner
+	token      string                // the runner owner token (after readOwnerToken)
+	root       string                // the runner root (after readOwnerToken)
+	loop       *runner.GoroutineLoop // the coordinator's loop; nil before recoverStartup and after closeStore
+	runner     *runner.Coordinator   // nil before recoverStartup
+	recovery   runner.RecoveryReport // what startup recovery did and left (after recoverStartup)
+}
+
+// New checks the options and returns an App that has not started.
+func New(opt Options) (*App, error) {
+	if opt.DB == "" {
+		return nil, errors.New("app: the database path is required")
+	}
+	a := &App{opt: opt, log: opt.Log, stderr: opt.Stderr}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.stderr == nil {
+		a.stderr = os.Stderr
+	}
+	a.starting.Store(true)
+	return a, nil
+}
+
+// Run is the whole process: startup in the contract's order, then serving
+// until SIGINT or SIGTERM (or at once with Check), then shutdown's steps 1
+// to 8. With ReleasePreparation it releases that preparation instead of
+// recovering and serving. A startup that fails closes the Store and
+// releases the lock (shutdown steps 7 and 8, on every exit path after the
+// lock was taken) and returns the failure.
+func (a *App) Run() error {
+	stop, unwatch := a.watchSignals()
+	defer unwatch()
+
+	if err := a.takeLock(); err != nil { // decision 1, steps 0 to 2 (startup recovery step 1)
+		return err
+	}
+	if err := a.openStore(); err != nil { // step 2a: the Store and its migrations, under the lock
+		return a.abandon(err)
+	}
+	if err := a.verifyPath(); err != nil { // decision 1, step 4
+		return a.abandon(err)
+	}
+	if err := a.readOwnerToken(); err != nil { // step 2a: the runner owner token
+		return a.abandon(err)
+	}
+	if a.opt.ReleasePreparation != "" { // step 7's release, instead of serving
+		return a.abandon(a.releasePreparation(a.opt.ReleasePreparation))
+	}
+	err := a.recoverStartup() // steps 2b to 8: startup recovery
+	a.reportForPerson()
+	if err != nil {
+		return a.abandon(err)
+	}
+	if err := a.ready(); err != nil {
+		return a.abandon(err)
+	}
+
+	if !a.opt.Check {
+		<-stop
+	}
+	return a.shutdown()
+}
+
+// abandon ends a run that stopped before serving (a failed startup, or the
+// release): nothing was admitted, so only steps 7 and 8 have anything to
+// give back. It returns err joined with theirs.
+func (a *App) abandon(err error) error {
+	return errors.Join(err, a.closeStore(), a.releaseLock())
+}
+
+// takeLock is startup recovery step 1 and decision 1's steps 0 to 2: take
+// the single-runner lock for this database before the Store opens, because
+// opening runs migrations. If another process holds it, the error is
+// exactly "Another codeboost runner is using this database."
+func (a *App) takeLock() error {
+	l, err := lock.Acquire(a.opt.DB, lock.Options{Failpoints: a.opt.Failpoints})
+	if err != nil {
+		return err
+	}
+	a.lock = l
+	return nil
+}
+
+// openStore is step 2a (decision 1's step 3): open the Store under the
+// lock, by the lock's canonical path; migrations run here.
+func (a *App) openStore() error {
+	st, err := store.Open(a.lock.Path(), store.Options{Now: time.Now, IDs: ids.Random{}, Failpoints: a.opt.Failpoints})
+	if err != nil {
+		return err
+	}
+	a.store, a.capability = st, st.ShutdownCapability()
+	return nil
+}
+
+// verifyPath is decision 1's step 4: the database path still names the
+// file identified and locked in step 1 (same device and inode, a regular
+// file, one link). On a mismatch startup exits before admission.
+func (a *App) verifyPath() error { return a.lock.Verify() }
+
+// readOwnerToken is the rest of step 2a: read the runner owner token for
+// the locked file's device and inode, or create it (a copied database gets
+// a token of its own). A stored token that is not 32 lowercase hex
+// characters is refused before it is used in any path or label. The runner
+// root defaults to codeboost-runner next to the database.
+func (a *App) readOwnerToken() error {
+	if err := a.capability.Update(func(tx *store.Tx) (err error) {
+		a.token, err = tx.RunnerOwnerToken(a.lock.Device(), a.lock.Inode(), nil)
+		return err
+	}); err != nil {
+		return err
+	}
+	a.log.Info("runner owner "+a.token, "owner", a.token)
+	a.root = a.opt.Root
+	if a.root == "" {
+		a.root = filepath.Join(filepath.Dir(a.lock.Path()), "codeboost-runner")
+	}
+	return nil
+}
+
+// recoverStartup is startup recovery, steps 2b to 8, run by the coordinator:
+// leftover preparation groups stopped after their identity is proven (2b),
+// D's owner-scoped recovery (2c, 2d), interrupted attempts finalized in one
+// transaction (3), storage and attempt directories removed (4), merged tasks
+// reconciled (5), requeues claimed (6), unowned preparation kept for a
+// person (7), and admission opened unless a person must act first (8). It
+// waits for recovery to end and returns its error, if any.
+//
+// The coordinator runs against dadapter/nodocker until the Docker adapter
+// lands: recovery, admission and shutdown are the real ones, and every
+// attempt fails at its first preparation step with a clear message.
+func (a *App) recoverStartup() error {
+	if err := os.MkdirAll(a.root, 0o700); err != nil {
+		return err
+	}
+	a.loop = runner.NewGoroutineLoop()
+	c, err := runner.New(runner.Config{Root: a.root, Owner: a.token}, runner.Deps{
+		Store: a.store, Capability: a.capability, D: nodocker.D{}, Clock: runner.NewRealClock(), Loop: a.loop,
+		IDs: ids.Random{}, Failpoints: a.opt.Failpoints, StopGroup: stopGroup, Trace: a.trace,
+	})
+	if err != nil {
+		return err
+	}
+	a.runner = c
+	c.Recover()
+	a.recovery = c.Recovery()
+	return a.recovery.Err
+}
+
+// stopGroup is step 2b's signal to a leftover preparation group, through
+// procgroup: its identity is proven again before SIGTERM and before SIGKILL.
+func stopGroup(ctx context.Context, g dadapter.ProcessGroup) error {
+	return procgroup.StopGroup(ctx, g, procgroup.Options{})
+}
+
+// trace logs one runner decision. The runner writes <owner> where its
+// simulator trace would otherwise carry a token; the log names the token.
+func (a *App) trace(line string) {
+	a.log.Info(strings.ReplaceAll(line, "<owner>", a.token))
+}
+
+// reportForPerson tells a person what startup recovery left for them:
+// objects of an older build to remove by hand (step 2d), unknown
+// preparations to release (step 7: each attempt and its directory), storage
+// and entries recovery would not touch, refused attempt IDs, and whether
+// admission stays closed until they act.
+func (a *App) reportForPerson() {
+	r := a.recovery
+	for _, cmd := range r.LegacyCommands {
+		a.log.Warn("remove this object by hand: " + cmd)
+	}
+	for _, u := range r.UnownedPreparation {
+		id := strings.Fields(u)[0]
+		a.log.Warn("unknown preparation "+u+": stop its processes, then run codeboost serve --db DB --release-preparation "+id,
+			"attempt", id)
+	}
+	for _, u := range r.UnmatchedStorage {
+		a.log.Warn("task storage of "+u+" matches no attempt; left alone", "attempt", u)
+	}
+	for _, u := range r.UnknownEntries {
+		a.log.Warn("unknown entry " + u + " under the attempts directory; left alone")
+	}
+	for _, u := range r.UnsafeAttempts {
+		a.log.Warn(fmt.Sprintf("stored attempt ID %q is not safe to use; refused", u))
+	}
+	if r.Err == nil && !r.Opened() {
+		a.log.Warn("admission stays closed until the above is handled")
+	}
+}
+
+// ready ends startup: from here a second signal no longer stops the process
+// at once. It says the runner is serving and writes the --ready file.
+func (a *App) ready() error {
+	a.starting.Store(false)
+	a.log.Info(fmt.Sprintf("serving %s (no Docker adapter in this build: attempts cannot start)", a.lock.Path()))
+	if a.opt.Ready != "" {
+		return os.WriteFile(a.opt.Ready, []byte("ready\n"), 0o600)
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package app
+
+import "errors"
+
+// Server is the HTTP server's part in the contract's shutdown order. The
+// server of issue 8 implements it and is passed as Options.Server; this
+// build has none, so these steps have no request to wait for.
+type Server interface {
+	// SetStopping is step 1's server half, in the same turn as the
+	// coordinator's barrier: new API requests get HTTP 503 ("The review
+	// server is shutting down."); admitted requests are drained, not
+	// rejected.
+	SetStopping()
+	// Drain is step 2: stop accepting connections and wait for admitted
+	// requests, up to the drain limit (at most 14.5 s, below the 15 s
+	// request timeout).
+	Drain()
+	// AbortRequests is step 3's first half, before the write gate closes:
+	// abort the signals of the remaining requests and destroy those still
+	// reading a body.
+	AbortRequests()
+	// AwaitRequestWork is step 3's last half, after the write gate closed:
+	// await request-owned work (the merge coordinator).
+	AwaitRequestWork()
+	// Close is step 6: await server closure, and the question and
+	// suggestion coordinators' close.
+	Close()
+}
+
+// Publisher is the task publisher's part (publishes and PR closes, #103
+// and #111) in the shutdown order. This build publishes nothing to GitHub.
+type Publisher interface {
+	// Abort is called in step 1's turn: every publish and PR close in
+	// progress is aborted, and later ones are refused.
+	Abort()
+	// Await is step 2a: the aborted publishes end, and their last records
+	// land before the write gate closes.
+	Await()
+}
+
+// shutdown is the contract's shutdown order, steps 1 to 8, once startup
+// has finished. Every step runs: a second signal meanwhile skips nothing (see
+// watchSignals), and there is no timer of the runner's own (decision 4).
+// It returns what closing the Store and releasing the lock reported.
+func (a *App) shutdown() error {
+	a.log.Info("stopping")
+	a.closeAdmission()         // 1 (and step 4's stops, in the same turn)
+	a.drainRequests()          // 2
+	a.awaitPublishes()         // 2a
+	a.closeWriteGate()         // 3
+	a.awaitJobs()              // 4, 5 and 5a
+	a.awaitServer()            // 6
+	errStore := a.closeStore() // 7
+	errLock := a.releaseLock() // 8
+	return errors.Join(errStore, errLock)
+}
+
+// closeAdmission is step 1: set stopping on the server and make the
+// coordinator reject admission, in the same turn, before any active-work
+// list is copied; new runner work then fails with runner.ErrShuttingDown.
+// The publisher is aborted in this turn too (step 2a).
+//
+// runner.BeginShutdown also does step 4's stops in that turn: every pending
+// and running job gets the first reason shutdown unless it has one, and D's
+// Cancel or its preparation's abort. With no HTTP server nothing reaches a
+// job between steps 1 and 4, so this build keeps the contract's order; a
+// server whose drain is real needs the runner to close admission here and
+// stop its jobs in step 4, so that a request drained in step 2 still meets
+// its job before shutdown's reason does.
+func (a *App) closeAdmission() {
+	if a.opt.Server != nil {
+		a.opt.Server.SetStopping()
+	}
+	if a.opt.Publisher != nil {
+		a.opt.Publisher.Abort()
+	}
+	a.runner.BeginShutdown()
+}
+
+// drainRequests is step 2: stop accepting connections and wait for the
+// admitted HTTP requests up to the drain limit. There is no server in this
+// build; issue 8's plugs in through Options.Server.
+func (a *App) drainRequests() {
+	if a.opt.Server != nil {
+		a.opt.Server.Drain()
+	}
+}
+
+// awaitPublishes is step 2a: await every publish and PR close aborted in
+// step 1, at the end of the drain and before the write gate closes, so that
+// a publish's last records land. A publish stopped this way is owed and the
+// next start publishes it again. Nothing publishes in this build.
+func (a *App) awaitPublishes() {
+	if a.opt.Publisher != nil {
+		a.opt.Publisher.Await()
+	}
+}
+
+// closeWriteGate is step 3: abort the requests left after the drain, then
+// close the Store's write gate (from here every Store write fails unless
+// it holds the shutdown capability, as the runner's settlement does), then
+// await request-owned work.
+func (a *App) closeWriteGate() {
+	if a.opt.Server != nil {
+		a.opt.Server.AbortRequests()
+	}
+	a.store.CloseWriteGate()
+	if a.opt.Server != nil {
+		a.opt.Server.AwaitRequestWork()
+	}
+}
+
+// awaitJobs is steps 4, 5 and 5a, which the coordinator reports together
+// (runner.Coordinator.Drained): every stopped job settles (4), ends through
+// the task-storage holder order — export, terminal write from its first
+// reason, storage removal, slot freed (5) — and every plan run in progress
+// is awaited (5a). There is no timer of F's own: D's forced-kill escalation
+// bounds settlement (decision 4).
+func (a *App) awaitJobs() {
+	<-a.runner.Drained()
+}
+
+// awaitServer is step 6: await server closure and the question and
+// suggestion coordinators' close. There is no server in this build.
+func (a *App) awaitServer() {
+	if a.opt.Server != nil {
+		a.opt.Server.Close()
+	}
+}
+
+// closeStore is step 7: the coordinator's loop stops (nothing is left to
+// run on it), then the Store closes. It is also the first of the two steps
+// a failed startup runs.
+func (a *App) closeStore() error {
+	if a.loop != nil {
+		a.loop.Stop()
+		a.loop = nil
+	}
+	if a.store == nil {
+		return nil
+	}
+	err := a.store.Close()
+	a.store = nil
+	return err
+}
+
+// releaseLock is step 8: release the single-runner lock (decision 1), on
+// every exit path after it was taken, including a failed startup. The OS
+// lock goes with the lock connection; the lock file stays.
+func (a *App) releaseLock() error {
+	if a.lock == nil {
+		return nil
+	}
+	err := a.lock.Release()
+	a.lock = nil
+	return err
+}
