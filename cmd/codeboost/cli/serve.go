@@ -70,7 +70,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}()
 
-	l, err := lock.Acquire(*db, lock.Options{Failpoints: Failpoints})
+	l, err := lock.Acquire(*db, lock.Options{})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
