@@ -159,7 +159,7 @@ func (a *App) abandon(err error) error {
 // opening runs migrations. If another process holds it, the error is
 // exactly "Another codeboost runner is using this database."
 func (a *App) takeLock() error {
-	l, err := lock.Acquire(a.opt.DB, lock.Options{Failpoints: a.opt.Failpoints})
+	l, err := lock.Acquire(a.opt.DB, lock.Options{})
 	if err != nil {
 		return err
 	}

@@ -110,9 +110,6 @@ func (c *Coordinator) CancelTask(r ActionRequest) (resp store.Response, err erro
 			}
 			if j != nil && attemptID == j.attemptID {
 				tx.AfterCommit(func() { c.applyStop(j, words.ReasonCancelled, "", true) })
-				if c.fp.Fire("mutant/stop-before-commit") {
-					c.applyStop(j, words.ReasonCancelled, "", true)
-				}
 			}
 			return cancelTaskResponse(outcome, attemptID), nil
 		})
@@ -176,10 +173,6 @@ func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) 
 		last, captured, err := check(tx)
 		if err != nil {
 			return store.AdmitRequest{}, err
-		}
-		if c.fp.Fire("mutant/retry-ignores-settled") {
-			delete(c.jobs, r.PlanKey)
-			delete(c.markers, r.PlanKey)
 		}
 		return store.AdmitRequest{PlanKey: r.PlanKey, Kind: last.Kind, Item: last.Item, Captured: captured,
 			ExpectedStateVersion: r.ExpectedStateVersion}, nil

@@ -99,7 +99,7 @@ func (c *Coordinator) reserve(planKey, kind string) (func(), error) {
 	c.slotsUsed++
 	released := false
 	return func() {
-		if !released && !c.fp.Fire("mutant/keep-slot-on-store-refuse") {
+		if !released {
 			released = true
 			c.slotsUsed--
 		}
@@ -116,17 +116,12 @@ func (c *Coordinator) admit(r AdmitRequest, tx *store.Tx) (string, error) {
 	}
 	req := store.AdmitRequest{PlanKey: r.PlanKey, Kind: r.Kind, Item: r.Item, ExpectedStateVersion: r.ExpectedStateVersion,
 		AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget, AllocationID: c.deps.IDs.UUID()}
-	allocationID := req.AllocationID
-	if c.fp.Fire("mutant/allocation-id-unsaved") {
-		req.AllocationID = "" // allocation still runs under the ID; the row never learns it
-	}
 	a, err := c.deps.Store.Admit(req)
 	if err != nil {
 		release()
 		c.trace("admit %s %s refused: %v", r.PlanKey, r.Kind, err)
 		return "", err
 	}
-	a.AllocationID = allocationID
 	c.startJob(a)
 	return a.ID, nil
 }

@@ -43,14 +43,10 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 		done(ref, exportErr)
 		c.publish()
 	}
-	deadline := c.cfg.ExportTimeout
-	if c.fp.Fire("mutant/export-no-deadline") {
-		deadline = 1 << 62
-	}
 	// At the deadline the export is aborted and F goes on at once: shutdown
 	// and recovery never wait on an export past its deadline, even when D's
 	// export never returns.
-	timer := c.deps.Clock.AfterFunc(deadline, func() {
+	timer := c.deps.Clock.AfterFunc(c.cfg.ExportTimeout, func() {
 		c.deps.Loop.Post(func() {
 			if !finished {
 				c.trace("export failed %s: export deadline passed", j.attemptID)
@@ -98,11 +94,6 @@ func (c *Coordinator) saveDiagnostic(attemptID string, data []byte) (string, err
 		return "", err
 	}
 	name := attemptID + ".diff"
-	if c.fp.Fire("mutant/diagnostic-no-overwrite") {
-		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
-			name = attemptID + "-" + c.deps.IDs.Token()[:8] + ".diff" // a retry duplicates
-		}
-	}
 	tmp := filepath.Join(dir, "."+attemptID+"."+c.deps.IDs.Token()+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -193,9 +184,6 @@ func (c *Coordinator) retention() {
 		}
 		path := filepath.Join(dir, f.name)
 		c.fp.Hook("runner/before-retention")
-		if c.fp.Fire("mutant/retention-delete-first") {
-			os.Remove(path)
-		}
 		if err := c.deps.Capability.Update(func(tx *store.Tx) error { return tx.ClearDiagnosticRef(attemptID) }); err != nil {
 			c.trace("retention could not clear %s: %v", f.name, err)
 			return

@@ -149,7 +149,7 @@ func (c *Coordinator) markPreparationStarting(j *job) bool {
 // over a process that never existed; so the mark is cleared here. A mark
 // whose group was saved stays for recovery's step 2b, as the contract says.
 func (c *Coordinator) preparationStepEnded(j *job) {
-	if j.groupReported || c.fp.Fire("mutant/keep-mark-without-spawn") {
+	if j.groupReported {
 		return
 	}
 	if err := c.write(func(tx *store.Tx) error { return tx.ClearPreparationStarting(j.attemptID) }); err != nil {
@@ -192,15 +192,11 @@ func (c *Coordinator) preparationFailed(j *job, diag string) {
 	c.endWithoutHandle(j, words.Failed, diag)
 }
 
-// abortPreparation aborts the in-flight step. Unless a mutant says so, the
-// job waits for that step to report before it ends.
+// abortPreparation aborts the in-flight step. The job waits for that step
+// to report before it ends: the step's subprocesses may still be running.
 func (c *Coordinator) abortPreparation(j *job) {
 	if j.prepCancel != nil {
 		j.prepCancel()
-	}
-	if j.prepBusy && c.fp.Fire("mutant/prep-not-awaited") {
-		j.prepBusy = false
-		c.preparationStopped(j)
 	}
 }
 
@@ -208,7 +204,7 @@ func (c *Coordinator) abortPreparation(j *job) {
 // between them.
 func (c *Coordinator) launch(j *job) {
 	c.fp.Hook("runner/before-launch-check")
-	if c.jobs[j.planKey] != j || (j.ending && !c.fp.Fire("mutant/launch-skips-first-reason")) {
+	if c.jobs[j.planKey] != j || j.ending {
 		return // the hook ended the job
 	}
 	a, task, present, err := c.read(j)
@@ -219,12 +215,12 @@ func (c *Coordinator) launch(j *job) {
 	if a.FirstReason != "" && j.firstReason == "" {
 		j.firstReason, j.staleCause = a.FirstReason, a.StaleCause
 	}
-	if j.firstReason != "" && !c.fp.Fire("mutant/launch-skips-first-reason") {
+	if j.firstReason != "" {
 		c.trace("launch check %s: first reason %s", j.attemptID, j.firstReason)
 		c.endWithoutHandle(j, terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause))
 		return
 	}
-	if cause := store.StaleCause(a.Context, present); cause != "" && !c.fp.Fire("mutant/launch-skips-context") {
+	if cause := store.StaleCause(a.Context, present); cause != "" {
 		c.trace("launch check %s: not current (%s)", j.attemptID, cause)
 		j.staleCause = cause
 		c.endWithoutHandle(j, words.Stale, cause)
@@ -236,7 +232,7 @@ func (c *Coordinator) launch(j *job) {
 		c.stop(j, words.ReasonTimeLimit, "", nil)
 		return
 	}
-	if !now.Before(a.Deadline) && !c.fp.Fire("mutant/launch-skips-deadline") {
+	if !now.Before(a.Deadline) {
 		c.trace("launch check %s: deadline passed", j.attemptID)
 		c.endWithoutHandle(j, words.Failed, words.TimedOutWhilePreparing)
 		return
@@ -311,13 +307,6 @@ func (c *Coordinator) endWithoutHandle(j *job, state, diag string) {
 	}
 	j.ending = true
 	c.stopTimers(j)
-	if j.storage != nil && c.fp.Fire("mutant/prelaunch-storage-first") {
-		// Deliberately wrong: task storage removed before the terminal write.
-		fs := j.storage
-		j.storage = nil
-		c.deps.D.RemoveTaskFilesystems(fs, func(error) {})
-		c.trace("storage removed early %s", j.attemptID)
-	}
 	c.removeHostFiles(j, func() {
 		if state == words.Failed && j.firstReason != "" {
 			// A stop landed while the host files were being removed: its
@@ -332,10 +321,6 @@ func (c *Coordinator) endWithoutHandle(j *job, state, diag string) {
 // removeHostFiles removes the attempt directory (and the clone in it).
 func (c *Coordinator) removeHostFiles(j *job, next func()) {
 	dir := c.attemptDir(j.attemptID)
-	if c.fp.Fire("mutant/prep-files-kept") {
-		next()
-		return
-	}
 	var err error
 	c.deps.Loop.Go(func() { err = os.RemoveAll(dir) }, func() {
 		if err != nil {

@@ -52,7 +52,7 @@ func (c *Coordinator) Resume(r ActionRequest) (store.Response, error) {
 func (c *Coordinator) runPlan(r ActionRequest, kind string, check func(*store.Tx) (store.PlanStart, error)) (store.Response, error) {
 	var item int
 	return c.admitAction(r, kind, func(tx *store.Tx) (store.AdmitRequest, error) {
-		if run := c.runs[r.PlanKey]; run != nil && !c.fp.Fire("mutant/plan-run-not-exclusive") {
+		if run := c.runs[r.PlanKey]; run != nil {
 			return store.AdmitRequest{}, &store.Refusal{Code: store.CodeRunFinishing,
 				Message: fmt.Sprintf("an earlier plan run is still finishing item %d", run.item)}
 		}

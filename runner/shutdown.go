@@ -68,8 +68,7 @@ func (c *Coordinator) sortedJobKeys() []string {
 
 // noteDrained closes Drained when shutdown has begun and no job is left.
 func (c *Coordinator) noteDrained() {
-	runsLeft := len(c.runs) > 0 && !c.fp.Fire("mutant/drained-ignores-plan-runs")
-	if c.closing && len(c.jobs) == 0 && !runsLeft && !c.drainedClosed {
+	if c.closing && len(c.jobs) == 0 && len(c.runs) == 0 && !c.drainedClosed {
 		c.drainedClosed = true
 		c.trace("shutdown: every job ended (%d unresolved)", len(c.markers))
 		close(c.drained)

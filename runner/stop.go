@@ -21,7 +21,7 @@ import (
 // throws, the stop applies at once, shown as not saved. It reports whether
 // this stop became the first reason (false: an earlier reason wins).
 func (c *Coordinator) stop(j *job, reason, staleCause string, tx *store.Tx) bool {
-	if j.firstReason != "" && !c.fp.Fire("mutant/second-reason-writes") {
+	if j.firstReason != "" {
 		return false // the first reason wins, in memory
 	}
 	var err error
@@ -33,7 +33,7 @@ func (c *Coordinator) stop(j *job, reason, staleCause string, tx *store.Tx) bool
 	}
 	switch {
 	case err == nil:
-		if tx != nil && !c.fp.Fire("mutant/stop-before-commit") {
+		if tx != nil {
 			tx.AfterCommit(func() { c.applyStop(j, reason, staleCause, true) })
 		} else {
 			c.applyStop(j, reason, staleCause, true)
@@ -80,7 +80,7 @@ func (c *Coordinator) applyStop(j *job, reason, staleCause string, saved bool) {
 	if c.jobs[j.planKey] != j {
 		return // the job ended meanwhile
 	}
-	if j.firstReason != "" && !c.fp.Fire("mutant/second-reason-writes") {
+	if j.firstReason != "" {
 		return
 	}
 	j.firstReason, j.staleCause, j.reasonSaved = reason, staleCause, saved
@@ -109,7 +109,7 @@ func (c *Coordinator) armTimers(j *job, a store.Attempt) {
 		c.deps.Loop.Post(func() { c.deadlinePassed(j); c.publish() })
 	})
 	task, err := c.deps.Store.Task(a.PlanKey)
-	if err != nil || task.BudgetDeadline == nil || c.fp.Fire("mutant/budget-not-enforced") {
+	if err != nil || task.BudgetDeadline == nil {
 		return
 	}
 	j.budgetTimer = c.deps.Clock.AfterFunc(task.BudgetDeadline.Sub(now), func() {
@@ -130,7 +130,7 @@ func (c *Coordinator) stopTimers(j *job) {
 // and records no first reason; the row ends failed "Timed out while
 // preparing". After D's start the deadline is D's to enforce.
 func (c *Coordinator) deadlinePassed(j *job) {
-	if c.jobs[j.planKey] != j || (j.handle != nil && !c.fp.Fire("mutant/deadline-ends-running")) || j.firstReason != "" {
+	if c.jobs[j.planKey] != j || j.handle != nil || j.firstReason != "" {
 		return
 	}
 	c.trace("attempt deadline passed while preparing %s", j.attemptID)

@@ -159,7 +159,7 @@ func (t *Tx) RecordFirstReason(attemptID, reason, staleCause string) error {
 	if words.Terminal(a.State) {
 		return refuse(CodeIllegal, "attempt %s is already %s", a.ID, a.State)
 	}
-	if a.FirstReason != "" && !t.s.fp.Fire("mutant/second-reason-writes") {
+	if a.FirstReason != "" {
 		return refuse(CodeFirstReasonSet, "attempt %s already has first reason %s", a.ID, a.FirstReason)
 	}
 	if reason != words.ReasonStale {

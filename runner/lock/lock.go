@@ -54,7 +54,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/words"
 	"modernc.org/sqlite"
 )
@@ -101,9 +100,6 @@ type Options struct {
 	// Home is the directory that holds .codeboost/locks; empty means
 	// os.UserHomeDir(). Tests pass a temporary directory.
 	Home string
-	// Failpoints is nil in production; the scenarios' test binary sets it
-	// to show that the lock scenarios bite.
-	Failpoints *failpoints.Set
 }
 
 // Lock is a held single-runner lock. Keep it until the end of shutdown
@@ -113,7 +109,6 @@ type Lock struct {
 	path     string // the canonical path: realpath(parent) + base name
 	lockPath string
 	dev, ino uint64
-	fp       *failpoints.Set // nil in production
 
 	mu       sync.Mutex
 	fd       int // step 1's descriptor, -1 once released
@@ -179,7 +174,7 @@ func Acquire(dbPath string, opt Options) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner lock: resolve the database directory: %w", err)
 	}
-	if err := checkDir(parent); err != nil && !opt.Failpoints.Fire("mutant/skip-parent-check") {
+	if err := checkDir(parent); err != nil {
 		return nil, err
 	}
 	if err := checkNetworkPath(parent); err != nil {
@@ -188,11 +183,11 @@ func Acquire(dbPath string, opt Options) (*Lock, error) {
 	canonical := filepath.Join(parent, base)
 
 	// Step 1: identify the database file by its descriptor.
-	fd, st, err := openDatabase(canonical, opt.Failpoints)
+	fd, st, err := openDatabase(canonical)
 	if err != nil {
 		return nil, err
 	}
-	l := &Lock{given: given, path: canonical, dev: uint64(st.Dev), ino: uint64(st.Ino), fd: fd, fp: opt.Failpoints}
+	l := &Lock{given: given, path: canonical, dev: uint64(st.Dev), ino: uint64(st.Ino), fd: fd}
 	fail := func(err error) (*Lock, error) {
 		syscall.Close(fd)
 		return nil, err
@@ -204,9 +199,6 @@ func Acquire(dbPath string, opt Options) (*Lock, error) {
 		return fail(err)
 	}
 	l.lockPath = filepath.Join(locks, strconv.FormatUint(l.dev, 10)+"-"+strconv.FormatUint(l.ino, 10)+".runner-lock")
-	if l.fp.Fire("mutant/lock-by-path") { // deliberately wrong: named from the path as given
-		l.lockPath = filepath.Join(locks, strings.ReplaceAll(given, "/", "_")+".runner-lock")
-	}
 	if err := l.takeOSLock(); err != nil {
 		return fail(err)
 	}
@@ -248,18 +240,13 @@ func checkNetworkPath(dir string) error {
 
 // openDatabase is step 1: open (or create) the database without following a
 // symlink, and check the descriptor.
-func openDatabase(path string, fp *failpoints.Set) (int, *syscall.Stat_t, error) {
+func openDatabase(path string) (int, *syscall.Stat_t, error) {
 	openFlags := syscall.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
-	noFollow := syscall.O_NOFOLLOW
-	if fp.Fire("mutant/follow-symlinks") { // deliberately wrong: a symlink at the path is followed
-		openFlags &^= syscall.O_NOFOLLOW
-		noFollow = 0
-	}
 	fd, err := syscall.Open(path, openFlags, 0)
 	if errors.Is(err, syscall.ENOENT) {
 		beforeCreate(path)
 		// An empty file is a valid new SQLite database.
-		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_EXCL|noFollow|syscall.O_CLOEXEC, 0o600)
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 		if errors.Is(err, syscall.EEXIST) {
 			// Another starter won the race (or something else appeared,
 			// such as a symlink): open what is there, as above.
@@ -277,7 +264,7 @@ func openDatabase(path string, fp *failpoints.Set) (int, *syscall.Stat_t, error)
 		syscall.Close(fd)
 		return -1, nil, fmt.Errorf("runner lock: fstat %s: %w", path, err)
 	}
-	if err := checkFile(path, &st, fp.Fire("mutant/allow-hard-links")); err != nil {
+	if err := checkFile(path, &st); err != nil {
 		syscall.Close(fd)
 		return -1, nil, err
 	}
@@ -294,15 +281,15 @@ func openDatabase(path string, fp *failpoints.Set) (int, *syscall.Stat_t, error)
 	return fd, &st, nil
 }
 
-// checkFile refuses a symlink, anything not a regular file and (unless the
-// mutant allowLinks is on) a file with more than one link.
-func checkFile(path string, st *syscall.Stat_t, allowLinks bool) error {
+// checkFile refuses a symlink, anything not a regular file and a file with
+// more than one link.
+func checkFile(path string, st *syscall.Stat_t) error {
 	switch {
 	case st.Mode&syscall.S_IFMT == syscall.S_IFLNK:
 		return fmt.Errorf("runner lock: %s: %w", path, ErrSymlink)
 	case st.Mode&syscall.S_IFMT != syscall.S_IFREG:
 		return fmt.Errorf("runner lock: %s: %w", path, ErrNotRegular)
-	case st.Nlink > 1 && !allowLinks:
+	case st.Nlink > 1:
 		return fmt.Errorf("runner lock: %s has %d links: %w", path, st.Nlink, ErrHardLinked)
 	}
 	return nil
@@ -377,10 +364,6 @@ func (l *Lock) tryOSLock() error {
 	}
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)
-	if err == nil && l.fp.Fire("mutant/lock-not-exclusive") {
-		l.db, l.conn = db, conn // deliberately wrong: no OS lock is taken
-		return nil
-	}
 	if err == nil {
 		_, err = conn.ExecContext(ctx, "BEGIN EXCLUSIVE")
 		if err == nil {
@@ -477,9 +460,6 @@ func (l *Lock) Release() error {
 	}
 	errs = append(errs, syscall.Close(l.fd))
 	l.fd = -1
-	if l.fp.Fire("mutant/release-deletes-lock-file") { // deliberately wrong: lock files are never deleted
-		os.Remove(l.lockPath)
-	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("runner lock: release: %w", err)
 	}
