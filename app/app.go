@@ -227,7 +227,9 @@ func (a *App) recoverStartup() error {
 		return err
 	}
 	a.runner = c
-	c.Recover()
+	if err := c.Recover(context.Background()); err != nil {
+		return err
+	}
 	a.recovery = c.Recovery()
 	return a.recovery.Err
 }

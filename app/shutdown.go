@@ -1,6 +1,9 @@
 package app
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // Server is the HTTP server's part in the contract's shutdown order. The
 // server of issue 8 implements it and is passed as Options.Server; this
@@ -74,7 +77,9 @@ func (a *App) closeAdmission() {
 	if a.opt.Publisher != nil {
 		a.opt.Publisher.Abort()
 	}
-	a.runner.BeginShutdown()
+	if err := a.runner.BeginShutdown(context.Background()); err != nil {
+		a.log.Error("shutdown: admission could not be closed", "err", err)
+	}
 }
 
 // drainRequests is step 2: stop accepting connections and wait for the

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/codeboost/codeboost/store"
@@ -44,9 +45,8 @@ func checkVersion(tx *store.Tx, planKey string, expected int64) error {
 }
 
 // CancelAttempt stops the current run; the task stays open.
-func (c *Coordinator) CancelAttempt(r ActionRequest) (resp store.Response, err error) {
-	c.deps.Loop.Call(func() {
-		defer c.publish()
+func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp store.Response, err error) {
+	if callErr := c.call(ctx, func() {
 		if !c.open {
 			err = ErrShuttingDown
 			return
@@ -76,16 +76,17 @@ func (c *Coordinator) CancelAttempt(r ActionRequest) (resp store.Response, err e
 			}
 			return store.Response{Outcome: "stopping", AttemptID: r.AttemptID, Message: words.LabelStopping}, nil
 		})
-	})
+	}); callErr != nil {
+		return store.Response{}, callErr
+	}
 	return
 }
 
 // CancelTask closes the task, or with an active attempt records first reason
 // cancelled and cancel_requested in one transaction ("Stopping, then
 // cancelling"); the attempt's terminal write then closes the task.
-func (c *Coordinator) CancelTask(r ActionRequest) (resp store.Response, err error) {
-	c.deps.Loop.Call(func() {
-		defer c.publish()
+func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp store.Response, err error) {
+	if callErr := c.call(ctx, func() {
 		if !c.open {
 			err = ErrShuttingDown
 			return
@@ -113,7 +114,9 @@ func (c *Coordinator) CancelTask(r ActionRequest) (resp store.Response, err erro
 			}
 			return cancelTaskResponse(outcome, attemptID), nil
 		})
-	})
+	}); callErr != nil {
+		return store.Response{}, callErr
+	}
 	return
 }
 
@@ -152,8 +155,8 @@ func cancelTaskResponse(outcome, attemptID string) store.Response {
 
 // Retry admits a new attempt for a failed or cancelled one whose context is
 // still current (every check of "Retry").
-func (c *Coordinator) Retry(r ActionRequest) (resp store.Response, err error) {
-	return c.again(r, "retry", func(tx *store.Tx) (store.Attempt, *store.Context, error) {
+func (c *Coordinator) Retry(ctx context.Context, r ActionRequest) (resp store.Response, err error) {
+	return c.again(ctx, r, "retry", func(tx *store.Tx) (store.Attempt, *store.Context, error) {
 		a, err := tx.CheckRetry(r.PlanKey, r.AttemptID, r.ExpectedStateVersion)
 		return a, &a.Context, err
 	})
@@ -161,15 +164,15 @@ func (c *Coordinator) Retry(r ActionRequest) (resp store.Response, err error) {
 
 // RunAgain is "Run again on the current code" for a stale attempt: a new
 // request that captures a fresh context.
-func (c *Coordinator) RunAgain(r ActionRequest) (resp store.Response, err error) {
-	return c.again(r, "run-again", func(tx *store.Tx) (store.Attempt, *store.Context, error) {
+func (c *Coordinator) RunAgain(ctx context.Context, r ActionRequest) (resp store.Response, err error) {
+	return c.again(ctx, r, "run-again", func(tx *store.Tx) (store.Attempt, *store.Context, error) {
 		a, err := tx.CheckRunAgain(r.PlanKey, r.AttemptID, r.ExpectedStateVersion)
 		return a, nil, err
 	})
 }
 
-func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) (store.Attempt, *store.Context, error)) (store.Response, error) {
-	return c.admitAction(r, kind, func(tx *store.Tx) (store.AdmitRequest, error) {
+func (c *Coordinator) again(ctx context.Context, r ActionRequest, kind string, check func(*store.Tx) (store.Attempt, *store.Context, error)) (store.Response, error) {
+	return c.admitAction(ctx, r, kind, func(tx *store.Tx) (store.AdmitRequest, error) {
 		last, captured, err := check(tx)
 		if err != nil {
 			return store.AdmitRequest{}, err
@@ -189,9 +192,8 @@ func (c *Coordinator) again(r ActionRequest, kind string, check func(*store.Tx) 
 // the transaction that records the refusal, so a refusal that could not be
 // recorded (the caller gets the storage error) moves nothing, and a replay
 // applies nothing.
-func (c *Coordinator) admitAction(r ActionRequest, kind string, plan func(*store.Tx) (store.AdmitRequest, error), admitted func(store.Attempt)) (resp store.Response, err error) {
-	c.deps.Loop.Call(func() {
-		defer c.publish()
+func (c *Coordinator) admitAction(ctx context.Context, r ActionRequest, kind string, plan func(*store.Tx) (store.AdmitRequest, error), admitted func(store.Attempt)) (resp store.Response, err error) {
+	if callErr := c.call(ctx, func() {
 		if !c.open {
 			err = ErrShuttingDown
 			return
@@ -222,16 +224,17 @@ func (c *Coordinator) admitAction(r ActionRequest, kind string, plan func(*store
 		if release != nil {
 			release() // the action rolled back: free the reservation in this same event
 		}
-	})
+	}); callErr != nil {
+		return store.Response{}, callErr
+	}
 	return
 }
 
 // ChangeContext runs a context-changing write (a new plan revision, snapshot,
 // assignment or referenced code) and, when it makes the task's active
 // attempt non-current, records first reason stale on it (detected staleness).
-func (c *Coordinator) ChangeContext(planKey string, change func(tx *store.Tx) error) (err error) {
-	c.deps.Loop.Call(func() {
-		defer c.publish()
+func (c *Coordinator) ChangeContext(ctx context.Context, planKey string, change func(tx *store.Tx) error) (err error) {
+	if callErr := c.call(ctx, func() {
 		if err = c.deps.Store.Update(change); err != nil {
 			return
 		}
@@ -248,6 +251,8 @@ func (c *Coordinator) ChangeContext(planKey string, change func(tx *store.Tx) er
 			c.trace("context changed for %s: %s", j.attemptID, cause)
 			c.stop(j, words.ReasonStale, cause, nil)
 		}
-	})
+	}); callErr != nil {
+		return callErr
+	}
 	return
 }

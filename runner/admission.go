@@ -53,27 +53,13 @@ type AdmitRequest struct {
 // Admit admits one attempt: in one event, the in-memory checks and the slot
 // reservation, then the Store transaction, releasing the reservation in the
 // same event if the transaction refuses or throws. It returns the attempt ID.
-func (c *Coordinator) Admit(r AdmitRequest) (attemptID string, err error) {
-	c.deps.Loop.Call(func() {
+func (c *Coordinator) Admit(ctx context.Context, r AdmitRequest) (attemptID string, err error) {
+	if callErr := c.call(ctx, func() {
 		attemptID, err = c.admit(r, nil)
-		c.publish()
-	})
+	}); callErr != nil {
+		return "", callErr
+	}
 	return
-}
-
-// AdmitAsync posts one admission to the loop and returns at once; done runs
-// on the loop, in the same event, with its result. Admissions posted one
-// after another are delivered in order, with nothing between them: two
-// admissions in the same tick. Each is still one event, so two cannot both
-// see the same free slot.
-func (c *Coordinator) AdmitAsync(r AdmitRequest, done func(attemptID string, err error)) {
-	c.deps.Loop.Post(func() {
-		id, err := c.admit(r, nil)
-		c.publish()
-		if done != nil {
-			done(id, err)
-		}
-	})
 }
 
 // reserve is admission's in-memory half. It returns a release func.

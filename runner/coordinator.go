@@ -151,13 +151,12 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 
 // Open opens admission (startup recovery step 8). A closing coordinator
 // never opens again.
-func (c *Coordinator) Open() {
-	c.deps.Loop.Call(func() {
+func (c *Coordinator) Open(ctx context.Context) error {
+	return c.call(ctx, func() {
 		if !c.closing {
 			c.open = true
 			c.trace("runner open")
 		}
-		c.publish()
 	})
 }
 

@@ -41,22 +41,19 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 		finished = true
 		cancel()
 		done(ref, exportErr)
-		c.publish()
 	}
 	// At the deadline the export is aborted and F goes on at once: shutdown
 	// and recovery never wait on an export past its deadline, even when D's
 	// export never returns.
-	timer := c.deps.Clock.AfterFunc(c.cfg.ExportTimeout, func() {
-		c.deps.Loop.Post(func() {
-			if !finished {
-				c.trace("export failed %s: export deadline passed", j.attemptID)
-				finish("", words.PartialExportFailedBecause("export deadline passed"))
-			}
-		})
+	timer := c.afterFunc(c.cfg.ExportTimeout, func() {
+		if !finished {
+			c.trace("export failed %s: export deadline passed", j.attemptID)
+			finish("", words.PartialExportFailedBecause("export deadline passed"))
+		}
 	})
 	c.trace("export %s", j.attemptID)
 	c.deps.D.ExportTaskDiff(ctx, j.storage, c.cfg.ExportMax, func(r dadapter.ExportResult, err error) {
-		c.deps.Loop.Post(func() {
+		c.post(func() {
 			timer.Stop()
 			if finished {
 				return // the deadline already decided; a late answer is dropped

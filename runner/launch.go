@@ -31,7 +31,7 @@ func (c *Coordinator) prepareStorage(j *job, allocationID string) {
 	owner := dadapter.StorageOwner{RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, AllocationID: allocationID}
 	c.trace("prepare storage %s", j.attemptID)
 	c.deps.D.PrepareTaskFilesystems(ctx, owner, c.onGroup(j), func(fs dadapter.TaskFilesystems, err error) {
-		c.deps.Loop.Post(func() { c.storagePrepared(j, fs, err); c.publish() })
+		c.post(func() { c.storagePrepared(j, fs, err) })
 	})
 }
 
@@ -104,7 +104,7 @@ func (c *Coordinator) prepareClone(j *job) {
 	j.prepCancel, j.prepBusy = cancel, true
 	c.trace("clone %s", j.attemptID)
 	c.deps.D.CreateTaskClone(ctx, dir, c.onGroup(j), func(cl dadapter.Clone, err error) {
-		c.deps.Loop.Post(func() { c.clonePrepared(j, cl, err); c.publish() })
+		c.post(func() { c.clonePrepared(j, cl, err) })
 	})
 }
 
@@ -161,7 +161,7 @@ func (c *Coordinator) preparationStepEnded(j *job) {
 // spawn. The callback may come from another goroutine, so the write is posted.
 func (c *Coordinator) onGroup(j *job) func(dadapter.ProcessGroup) {
 	return func(g dadapter.ProcessGroup) {
-		c.deps.Loop.Post(func() {
+		c.post(func() {
 			j.groupReported = true
 			c.write(func(tx *store.Tx) error {
 				return tx.SetPreparationGroup(j.attemptID, g.PGID, g.StartedAt, g.Identity)
@@ -256,7 +256,7 @@ func (c *Coordinator) launch(j *job) {
 	c.trace("d started %s", j.attemptID)
 	j.handle = h
 	h.OnSettled(func(s dadapter.Settlement) {
-		c.deps.Loop.Post(func() { c.settled(j, s); c.publish() })
+		c.post(func() { c.settled(j, s) })
 	})
 	c.fp.Hook("runner/before-mark-running")
 	err = c.write(func(tx *store.Tx) error { return tx.MarkRunning(j.attemptID) })
@@ -322,16 +322,14 @@ func (c *Coordinator) endWithoutHandle(j *job, state, diag string) {
 func (c *Coordinator) removeHostFiles(j *job, next func()) {
 	dir := c.attemptDir(j.attemptID)
 	var err error
-	c.deps.Loop.Go(func() { err = os.RemoveAll(dir) }, func() {
+	c.goWork(func() { err = os.RemoveAll(dir) }, func() {
 		if err != nil {
 			c.trace("host files of %s not removed: %v", j.attemptID, err)
 			c.toMarker(j, words.PreparationNotRemoved)
-			c.publish()
 			return
 		}
 		c.trace("host files removed %s", j.attemptID)
 		next()
-		c.publish()
 	})
 }
 

@@ -22,7 +22,7 @@ func TestGoroutineLoopRunsEventsInOrder(t *testing.T) {
 		l.Post(func() { got = append(got, i) })
 	}
 	var n int
-	l.Call(func() { n = len(got) })
+	l.Call(context.Background(), func() { n = len(got) })
 	if n != 100 {
 		t.Fatalf("Call ran before the posted events: %d", n)
 	}
@@ -40,7 +40,7 @@ func TestGoroutineLoopStopDropsLatePosts(t *testing.T) {
 	l := NewGoroutineLoop()
 	l.Stop()
 	l.Post(func() { t.Error("ran after Stop") })
-	l.Call(func() {}) // returns at once
+	l.Call(context.Background(), func() {}) // returns at once
 }
 
 // goD is a D whose callbacks arrive on goroutines of their own, as the real
@@ -132,7 +132,7 @@ func TestProductionWiringUnderRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Open()
+	c.Open(context.Background())
 	var keys []string
 	for _, task := range []string{"a", "b", "c", "d"} {
 		id := store.Identity{RepositoryID: "r", TaskID: task, PlanID: "p"}
@@ -152,7 +152,7 @@ func TestProductionWiringUnderRace(t *testing.T) {
 			if i%2 == 1 {
 				kind = words.KindExecute
 			}
-			attemptID, err := c.Admit(AdmitRequest{PlanKey: key, Kind: kind})
+			attemptID, err := c.Admit(context.Background(), AdmitRequest{PlanKey: key, Kind: kind})
 			if err != nil {
 				t.Error(err)
 				return
@@ -170,7 +170,7 @@ func TestProductionWiringUnderRace(t *testing.T) {
 			}
 			task, _ := st.Task(key)
 			if i < 2 {
-				c.CancelAttempt(ActionRequest{PlanKey: key, AttemptID: attemptID, ExpectedStateVersion: task.StateVersion, ActionID: ids.Random{}.UUID()})
+				c.CancelAttempt(context.Background(), ActionRequest{PlanKey: key, AttemptID: attemptID, ExpectedStateVersion: task.StateVersion, ActionID: ids.Random{}.UUID()})
 			} else {
 				d.mu.Lock()
 				h := d.handles[attemptID]

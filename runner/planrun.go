@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/codeboost/codeboost/store"
@@ -30,8 +31,8 @@ type planRun struct {
 
 // Start is the user's "start": it runs a task's approved plan from its first
 // item (see store.StartPlan for every check).
-func (c *Coordinator) Start(r ActionRequest) (store.Response, error) {
-	return c.runPlan(r, "start", func(tx *store.Tx) (store.PlanStart, error) {
+func (c *Coordinator) Start(ctx context.Context, r ActionRequest) (store.Response, error) {
+	return c.runPlan(ctx, r, "start", func(tx *store.Tx) (store.PlanStart, error) {
 		return tx.StartPlan(r.PlanKey, r.ExpectedStateVersion, r.ExpectedReviewVersion)
 	})
 }
@@ -41,17 +42,17 @@ func (c *Coordinator) Start(r ActionRequest) (store.Response, error) {
 // recovery left the task to requeue, the admitting transaction claims
 // requeue_pending by compare-and-swap: of a resume and I3's requeue (or two
 // resumes) exactly one admits.
-func (c *Coordinator) Resume(r ActionRequest) (store.Response, error) {
-	return c.runPlan(r, "resume", func(tx *store.Tx) (store.PlanStart, error) {
+func (c *Coordinator) Resume(ctx context.Context, r ActionRequest) (store.Response, error) {
+	return c.runPlan(ctx, r, "resume", func(tx *store.Tx) (store.PlanStart, error) {
 		return tx.ResumePlan(r.PlanKey, r.ExpectedStateVersion, r.ExpectedReviewVersion)
 	})
 }
 
 // runPlan admits a run's first item as one user action and, once it has
 // committed, registers the run in the same turn as the job starts.
-func (c *Coordinator) runPlan(r ActionRequest, kind string, check func(*store.Tx) (store.PlanStart, error)) (store.Response, error) {
+func (c *Coordinator) runPlan(ctx context.Context, r ActionRequest, kind string, check func(*store.Tx) (store.PlanStart, error)) (store.Response, error) {
 	var item int
-	return c.admitAction(r, kind, func(tx *store.Tx) (store.AdmitRequest, error) {
+	return c.admitAction(ctx, r, kind, func(tx *store.Tx) (store.AdmitRequest, error) {
 		if run := c.runs[r.PlanKey]; run != nil {
 			return store.AdmitRequest{}, &store.Refusal{Code: store.CodeRunFinishing,
 				Message: fmt.Sprintf("an earlier plan run is still finishing item %d", run.item)}
@@ -77,9 +78,8 @@ func (c *Coordinator) itemEnded(j *job) {
 	if run == nil || run.attemptID != j.attemptID {
 		return
 	}
-	c.deps.Loop.Post(func() {
+	c.post(func() {
 		c.continueRun(run)
-		c.publish()
 	})
 }
 

@@ -46,8 +46,8 @@ func (r RecoveryReport) Opened() bool {
 }
 
 // Recover starts startup recovery. It does not wait; see RecoveryDone.
-func (c *Coordinator) Recover() {
-	c.deps.Loop.Call(func() {
+func (c *Coordinator) Recover(ctx context.Context) error {
+	return c.call(ctx, func() {
 		c.recovering = true
 		c.trace("recovery: started")
 		c.stopLeftoverGroups(func() { c.recoverD() })
@@ -79,7 +79,6 @@ func (c *Coordinator) endRecovery() {
 		c.trace("recovery: done; admission stays closed")
 	}
 	close(c.recoveryDone)
-	c.publish()
 }
 
 // stopLeftoverGroups is step 2b: every saved preparation group still alive
@@ -111,7 +110,7 @@ func (c *Coordinator) stopLeftoverGroups(next func()) {
 			g.StartedAt = *a.PreparationStartedAt
 		}
 		var err error
-		c.deps.Loop.Go(func() { err = c.deps.StopGroup(context.Background(), g) }, func() {
+		c.goWork(func() { err = c.deps.StopGroup(context.Background(), g) }, func() {
 			if err != nil {
 				c.recoveryFailed(fmt.Errorf("preparation group %d of attempt %s: %w", g.PGID, a.ID, err))
 				return
@@ -126,7 +125,7 @@ func (c *Coordinator) stopLeftoverGroups(next func()) {
 func (c *Coordinator) recoverD() {
 	c.trace("recovery: D recovery for <owner>")
 	c.deps.D.RecoverLeftovers(context.Background(), c.cfg.Owner, func(r dadapter.RecoveryReport, err error) {
-		c.deps.Loop.Post(func() {
+		c.post(func() {
 			if err != nil && c.fp.Fire("mutant/recovery-ignores-d-failure") {
 				err = nil // goes on as if D had found nothing
 			}
@@ -447,7 +446,7 @@ func (c *Coordinator) removeRecoveredStorage(matched []recoveredStorage, next fu
 		}
 		m := matched[i]
 		c.deps.D.RemoveTaskFilesystems(m.fs, func(err error) {
-			c.deps.Loop.Post(func() {
+			c.post(func() {
 				if err != nil {
 					c.recoveryFailed(fmt.Errorf("removing the task storage of %s: %w", m.row.ID, err))
 					return

@@ -94,7 +94,7 @@ func (c *Coordinator) publishResult(j *job) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.trace("commit extraction %s", j.attemptID)
 	c.deps.D.CommitTaskChanges(ctx, j.storage, func(b dadapter.Bundle, err error) {
-		c.deps.Loop.Post(func() {
+		c.post(func() {
 			cancel()
 			if err != nil {
 				c.trace("commit extraction failed %s: %v", j.attemptID, err)
@@ -103,7 +103,6 @@ func (c *Coordinator) publishResult(j *job) {
 				c.trace("commit extracted %s %s", j.attemptID, b.Commit)
 				c.publishNow(j, b.Commit)
 			}
-			c.publish()
 		})
 	})
 }
@@ -238,7 +237,7 @@ func (c *Coordinator) release(j *job) {
 	}
 	fs := j.storage
 	c.deps.D.RemoveTaskFilesystems(fs, func(err error) {
-		c.deps.Loop.Post(func() {
+		c.post(func() {
 			if err != nil {
 				c.trace("storage not removed %s: %v", j.attemptID, err)
 				c.toMarker(j, words.StorageNotRemoved)
@@ -247,7 +246,6 @@ func (c *Coordinator) release(j *job) {
 				j.storage = nil
 				c.freeSlot(j)
 			}
-			c.publish()
 		})
 	})
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -26,9 +27,8 @@ func (c *Coordinator) write(fn func(*store.Tx) error) error {
 
 // BeginShutdown closes admission and stops every job with first reason
 // shutdown (a job already stopping keeps its reason). It does not wait.
-func (c *Coordinator) BeginShutdown() {
-	c.deps.Loop.Call(func() {
-		defer c.publish()
+func (c *Coordinator) BeginShutdown(ctx context.Context) error {
+	return c.call(ctx, func() {
 		if c.closing {
 			return
 		}
@@ -51,10 +51,17 @@ func (c *Coordinator) BeginShutdown() {
 // startup recovery.
 func (c *Coordinator) Drained() <-chan struct{} { return c.drained }
 
-// Shutdown begins shutdown and waits until every job has ended.
-func (c *Coordinator) Shutdown() {
-	c.BeginShutdown()
-	<-c.drained
+// Shutdown begins shutdown and waits until every job has ended, or ctx ends.
+func (c *Coordinator) Shutdown(ctx context.Context) error {
+	if err := c.BeginShutdown(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-c.drained:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (c *Coordinator) sortedJobKeys() []string {

@@ -98,23 +98,18 @@ func (c *Coordinator) applyStop(j *job, reason, staleCause string, saved bool) {
 		// Between preparation steps (or before launch): end it now.
 		c.preparationStopped(j)
 	}
-	c.publish()
 }
 
 // armTimers arms the attempt deadline (preparation only: once D has a
 // handle, timeouts are D's job) and the whole-task budget.
 func (c *Coordinator) armTimers(j *job, a store.Attempt) {
 	now := c.deps.Clock.Now()
-	j.deadlineTimer = c.deps.Clock.AfterFunc(a.Deadline.Sub(now), func() {
-		c.deps.Loop.Post(func() { c.deadlinePassed(j); c.publish() })
-	})
+	j.deadlineTimer = c.afterFunc(a.Deadline.Sub(now), func() { c.deadlinePassed(j) })
 	task, err := c.deps.Store.Task(a.PlanKey)
 	if err != nil || task.BudgetDeadline == nil {
 		return
 	}
-	j.budgetTimer = c.deps.Clock.AfterFunc(task.BudgetDeadline.Sub(now), func() {
-		c.deps.Loop.Post(func() { c.budgetSpent(j); c.publish() })
-	})
+	j.budgetTimer = c.afterFunc(task.BudgetDeadline.Sub(now), func() { c.budgetSpent(j) })
 }
 
 func (c *Coordinator) stopTimers(j *job) {

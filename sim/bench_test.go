@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"path/filepath"
@@ -35,7 +36,7 @@ func BenchmarkAttemptLifecycle(b *testing.B) {
 		b.StopTimer() // the caller's view of the state version is not the runner's work
 		task, _ := w.Store.Task(key)
 		b.StartTimer()
-		attemptID, err := w.Runner.Admit(runner.AdmitRequest{PlanKey: key, Kind: words.KindReview, ExpectedStateVersion: task.StateVersion})
+		attemptID, err := w.Runner.Admit(context.Background(), runner.AdmitRequest{PlanKey: key, Kind: words.KindReview, ExpectedStateVersion: task.StateVersion})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"context"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/codeboost/codeboost/runner"
@@ -76,8 +78,15 @@ func (c *Clock) Advance(d time.Duration) {
 
 // Loop is the simulator's runner.Loop: a FIFO drained by the scenario.
 type Loop struct {
+	// mu guards queue and held: while held, handler goroutines of a
+	// scenario queue Calls beside the scenario's own goroutine (Hold).
+	mu       sync.Mutex
+	queued   sync.Cond // signalled on every append while held
 	queue    []func()
+	held     bool
 	draining bool
+
+	interleaving int // > 0 while a scenario hook runs inside an event
 
 	// The crash-point sweep: the process dies right before event number
 	// CrashAt (1-based; 0: never), or when an event panics with Crash.
@@ -98,23 +107,113 @@ func (l *Loop) Events() int { return l.events }
 
 func (l *Loop) Post(fn func()) {
 	if !l.crashed {
-		l.queue = append(l.queue, fn)
+		l.push(fn)
 	}
 }
 
-// Call runs fn after everything already queued, then drains. Called from
-// inside an event (a scenario hook between two statements), it runs fn at
-// once: that is the interleaving the hook exists to express.
-func (l *Loop) Call(fn func()) {
+func (l *Loop) push(fn func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queue = append(l.queue, fn)
+	if l.queued.L != nil {
+		l.queued.Broadcast()
+	}
+}
+
+func (l *Loop) pop() (func(), bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.queue) == 0 {
+		return nil, false
+	}
+	fn := l.queue[0]
+	l.queue = l.queue[1:]
+	return fn, true
+}
+
+// Hold stands for a production loop that is busy while HTTP handlers call
+// it: until Release, a Call made from another goroutine queues its event and
+// waits instead of draining. A scenario starts one handler goroutine per
+// call and waits (WaitQueued) until each has queued before starting the
+// next, so the queue's order is the script's; Release then delivers them
+// back to back, with nothing between them (two admissions in the same tick).
+func (l *Loop) Hold() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = true
+	l.queued.L = &l.mu
+}
+
+// WaitQueued blocks until the queue holds n events.
+func (l *Loop) WaitQueued(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.queue) < n {
+		l.queued.Wait()
+	}
+}
+
+// Queued counts the events waiting in the queue.
+func (l *Loop) Queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
+// Release ends Hold and drains, delivering the held Calls in order.
+func (l *Loop) Release() {
+	l.mu.Lock()
+	l.held = false
+	l.mu.Unlock()
+	l.Drain()
+}
+
+// Call runs fn after everything already queued, then drains, as the
+// production loop would. Called from inside an event it panics, as the
+// production loop does (the loop would wait for itself), unless a scenario
+// hook runs it through Interleave.
+func (l *Loop) Call(ctx context.Context, fn func()) error {
 	if l.crashed {
-		return
+		return runner.ErrStopped
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	held := l.held
+	l.mu.Unlock()
+	if held {
+		ran := make(chan struct{})
+		l.push(func() {
+			defer close(ran)
+			fn()
+		})
+		<-ran
+		return nil
 	}
 	if l.draining {
+		if l.interleaving == 0 {
+			panic("sim: Loop.Call from inside an event: the production loop would wait for itself (post instead, or run a scenario hook through Interleave)")
+		}
 		fn()
-		return
+		return nil
 	}
-	l.queue = append(l.queue, fn)
+	l.push(fn)
 	l.Drain()
+	return nil
+}
+
+// Interleave runs hook, a scenario command reached between two statements
+// of one event (a runner/before-… failpoint hook), and lets a Call inside it
+// run at once, in the middle of that event. It is the one exception to the
+// re-entry rule: production delivers a user action only between events, so
+// every scenario that uses it says in its header which production
+// interleaving the hook stands for, or that none exists and the guard it
+// exercises is defence in depth.
+func (l *Loop) Interleave(hook func()) {
+	l.interleaving++
+	defer func() { l.interleaving-- }()
+	hook()
 }
 
 // Go runs work at once and posts then: the script, not the scheduler,
@@ -134,9 +233,11 @@ func (l *Loop) Drain() {
 	}
 	l.draining = true
 	defer func() { l.draining = false }()
-	for len(l.queue) > 0 && !l.crashed {
-		fn := l.queue[0]
-		l.queue = l.queue[1:]
+	for !l.crashed {
+		fn, ok := l.pop()
+		if !ok {
+			return
+		}
 		l.events++
 		if l.events == l.CrashAt {
 			l.die()
@@ -161,10 +262,15 @@ func (l *Loop) run(fn func()) {
 
 func (l *Loop) die() {
 	l.crashed = true
+	l.mu.Lock()
 	l.queue = nil
+	l.mu.Unlock()
 }
 
 // Revive is the new process's loop: the same FIFO, empty, counting anew.
 func (l *Loop) Revive() {
-	l.crashed, l.queue, l.events, l.CrashAt = false, nil, 0, 0
+	l.mu.Lock()
+	l.queue = nil
+	l.mu.Unlock()
+	l.crashed, l.events, l.CrashAt = false, 0, 0
 }

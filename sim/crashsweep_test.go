@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -98,7 +99,7 @@ func startPlan(task, name string) step {
 		t, _ := w.Store.Task(key)
 		var plan store.Plan
 		w.Store.View(func(tx *store.Tx) (err error) { plan, err = tx.Plan(key); return err })
-		if r, err := w.Runner.Start(runner.ActionRequest{PlanKey: key, ExpectedStateVersion: t.StateVersion,
+		if r, err := w.Runner.Start(context.Background(), runner.ActionRequest{PlanKey: key, ExpectedStateVersion: t.StateVersion,
 			ExpectedReviewVersion: plan.ReviewVersion, ActionID: w.IDs.UUID()}); err == nil && r.AttemptID != "" {
 			w.ids[name] = r.AttemptID
 			w.Alias(r.AttemptID, name)
@@ -124,7 +125,7 @@ func admit(task, kind, name string) step {
 	return func(w *sweepWorld) bool {
 		key := w.keys[task]
 		t, _ := w.Store.Task(key)
-		id, _ := w.Runner.Admit(runner.AdmitRequest{PlanKey: key, Kind: kind, ExpectedStateVersion: t.StateVersion})
+		id, _ := w.Runner.Admit(context.Background(), runner.AdmitRequest{PlanKey: key, Kind: kind, ExpectedStateVersion: t.StateVersion})
 		if id != "" {
 			w.ids[name] = id
 			w.Alias(id, name)
@@ -148,7 +149,7 @@ func cancelAttempt(name string) step {
 		a, err := w.Store.Attempt(w.ids[name])
 		if err == nil {
 			t, _ := w.Store.Task(a.PlanKey)
-			w.Runner.CancelAttempt(runner.ActionRequest{PlanKey: a.PlanKey, AttemptID: a.ID, ExpectedStateVersion: t.StateVersion,
+			w.Runner.CancelAttempt(context.Background(), runner.ActionRequest{PlanKey: a.PlanKey, AttemptID: a.ID, ExpectedStateVersion: t.StateVersion,
 				ActionID: w.IDs.UUID()})
 		}
 		return w.alive()
@@ -159,7 +160,7 @@ func cancelTask(task string) step {
 	return func(w *sweepWorld) bool {
 		key := w.keys[task]
 		t, _ := w.Store.Task(key)
-		w.Runner.CancelTask(runner.ActionRequest{PlanKey: key, ExpectedStateVersion: t.StateVersion, ActionID: w.IDs.UUID()})
+		w.Runner.CancelTask(context.Background(), runner.ActionRequest{PlanKey: key, ExpectedStateVersion: t.StateVersion, ActionID: w.IDs.UUID()})
 		return w.alive()
 	}
 }
@@ -169,7 +170,7 @@ func retry(name, as string) step {
 		a, err := w.Store.Attempt(w.ids[name])
 		if err == nil {
 			t, _ := w.Store.Task(a.PlanKey)
-			if r, err := w.Runner.Retry(runner.ActionRequest{PlanKey: a.PlanKey, AttemptID: a.ID, ExpectedStateVersion: t.StateVersion,
+			if r, err := w.Runner.Retry(context.Background(), runner.ActionRequest{PlanKey: a.PlanKey, AttemptID: a.ID, ExpectedStateVersion: t.StateVersion,
 				ActionID: w.IDs.UUID()}); err == nil && r.AttemptID != "" {
 				w.ids[as] = r.AttemptID
 				w.Alias(r.AttemptID, as)
@@ -564,7 +565,7 @@ func sweep(t reporter) {
 			if err := w.boot(); err != nil {
 				t.Fatal(err)
 			}
-			w.Runner.Recover()
+			w.Runner.Recover(context.Background())
 			w.Loop.Drain()
 		}()
 		w.FP.OnEach("store/before-commit", func() {})

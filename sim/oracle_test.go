@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"testing"
@@ -150,7 +151,7 @@ func runOracle(t *testing.T, cases []settleCase) (mismatches []string) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		attemptID, err := w.Runner.Admit(runner.AdmitRequest{PlanKey: key, Kind: words.KindReview})
+		attemptID, err := w.Runner.Admit(context.Background(), runner.AdmitRequest{PlanKey: key, Kind: words.KindReview})
 		if err != nil {
 			t.Fatalf("%v: admit: %v", c, err)
 		}

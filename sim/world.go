@@ -66,7 +66,9 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 	if err := w.boot(); err != nil {
 		return nil, err
 	}
-	w.Runner.Open()
+	if err := w.Runner.Open(context.Background()); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -141,7 +143,9 @@ func (w *World) Restart() error {
 		w.Trace("restart failed: " + err.Error())
 		return err
 	}
-	w.Runner.Recover()
+	if err := w.Runner.Recover(context.Background()); err != nil {
+		return err
+	}
 	w.Loop.Drain()
 	w.exitIfRecoveryStopped()
 	return nil

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"testing"
 
 	"github.com/codeboost/codeboost/dadapter"
@@ -21,7 +22,7 @@ func TestHappyPath(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	id, err := w.Runner.Admit(runner.AdmitRequest{PlanKey: key, Kind: words.KindReview})
+	id, err := w.Runner.Admit(context.Background(), runner.AdmitRequest{PlanKey: key, Kind: words.KindReview})
 	if err != nil {
 		t.Fatal(err)
 	}

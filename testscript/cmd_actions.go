@@ -1,6 +1,7 @@
 package testscript
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/codeboost/codeboost/runner"
@@ -79,7 +80,7 @@ func cmdCancel(ts *gts.TestScript, neg bool, args []string) {
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: cancel ATTEMPT [k=v...]")
 	}
-	resp, err := s.world(ts).Runner.CancelAttempt(s.actionRequest(ts, a, a.pos[0]))
+	resp, err := s.world(ts).Runner.CancelAttempt(context.Background(), s.actionRequest(ts, a, a.pos[0]))
 	printResponse(ts, s, resp)
 	s.expect(ts, neg, "cancel", err)
 }
@@ -92,7 +93,7 @@ func cmdCancelTask(ts *gts.TestScript, neg bool, args []string) {
 	}
 	key := s.planKey(ts, a.pos[0])
 	r := runner.ActionRequest{PlanKey: key, ExpectedStateVersion: s.stateVersion(ts, key, a), ActionID: s.action(a)}
-	resp, err := s.world(ts).Runner.CancelTask(r)
+	resp, err := s.world(ts).Runner.CancelTask(context.Background(), r)
 	printResponse(ts, s, resp)
 	s.expect(ts, neg, "cancel-task", err)
 }
@@ -116,13 +117,13 @@ func again(ts *gts.TestScript, neg bool, args []string, what string) {
 
 // admitting runs a user action that may admit an attempt: the attempt gets
 // the as= name, and the response is printed and checked.
-func (s *scenario) admitting(ts *gts.TestScript, neg bool, a argSet, what string, act func(runner.ActionRequest) (store.Response, error), r runner.ActionRequest) {
+func (s *scenario) admitting(ts *gts.TestScript, neg bool, a argSet, what string, act func(context.Context, runner.ActionRequest) (store.Response, error), r runner.ActionRequest) {
 	if name := a.kv["as"]; name != "" {
 		if err := s.world(ts).NameNext(name); err != nil {
 			ts.Fatalf("%v", err)
 		}
 	}
-	resp, err := act(r)
+	resp, err := act(context.Background(), r)
 	printResponse(ts, s, resp)
 	s.expect(ts, neg, what, err)
 }
@@ -146,7 +147,7 @@ func contextCmd(change func(tx *store.Tx, key string, args []string) error, narg
 		if unseen {
 			err = w.Store.Update(func(tx *store.Tx) error { return change(tx, key, rest) })
 		} else {
-			err = w.Runner.ChangeContext(key, func(tx *store.Tx) error { return change(tx, key, rest) })
+			err = w.Runner.ChangeContext(context.Background(), key, func(tx *store.Tx) error { return change(tx, key, rest) })
 		}
 		s.expect(ts, neg, "context change", err)
 	}

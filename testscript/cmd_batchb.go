@@ -1,6 +1,7 @@
 package testscript
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,7 +13,7 @@ import (
 func init() {
 	register(
 		Command{Name: "admit-tick", Usage: "admit-tick 'TASK KIND as=NAME [item=N] [sv=N]' 'TASK KIND as=NAME …'...",
-			Summary: "posts several admissions to the coordinator's loop and only then delivers them, one after another with nothing in between (the same tick); prints each one's outcome for stdout to match",
+			Summary: "several callers (HTTP handlers in production) each call Admit while the loop is busy; their events queue in the given order and are then delivered one after another with nothing in between (the same tick); prints each one's outcome for stdout to match",
 			Example: "admit-tick 'T1 review as=A' 'T2 review as=B'", Run: cmdAdmitTick},
 	)
 }
@@ -21,7 +22,7 @@ func init() {
 type tickResult struct {
 	task, name, id string
 	err            error
-	done           bool
+	done           chan struct{}
 }
 
 func cmdAdmitTick(ts *gts.TestScript, neg bool, args []string) {
@@ -34,6 +35,7 @@ func cmdAdmitTick(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
 	w := s.world(ts)
 	results := make([]*tickResult, len(args))
+	w.Loop.Hold()
 	seen := map[string]bool{}
 	for i, spec := range args {
 		a := parse(strings.Fields(spec))
@@ -56,28 +58,30 @@ func cmdAdmitTick(ts *gts.TestScript, neg bool, args []string) {
 			}
 			seen[name] = true
 		}
-		res := &tickResult{task: a.pos[0], name: name}
+		res := &tickResult{task: a.pos[0], name: name, done: make(chan struct{})}
 		results[i] = res
 		// The name is given in the event right before this admission's, so
 		// the attempt it admits (if any) carries it in the trace.
 		w.Loop.Post(func() { w.NameNext(name) })
-		w.Runner.AdmitAsync(r, func(id string, err error) {
-			res.id, res.err, res.done = id, err, true
-			if err != nil {
-				w.NameNext("") // nothing was admitted: the name stays free
-			}
-		})
+		queued := w.Loop.Queued()
+		go func() {
+			defer close(res.done)
+			res.id, res.err = w.Runner.Admit(context.Background(), r)
+		}()
+		w.Loop.WaitQueued(queued + 1) // this caller's event is queued: the next one queues after it
 	}
 	// Nothing has run yet: every admission is queued. Deliver them.
-	w.Loop.Drain()
+	w.Loop.Release()
 	for _, res := range results {
+		<-res.done
 		switch {
-		case !res.done:
-			s.fatal(ts, "admit-tick: the admission for %s was never delivered", res.task)
 		case res.err != nil:
 			fmt.Fprintf(ts.Stdout(), "%s: refused: %v\n", res.task, res.err)
 		default:
 			fmt.Fprintf(ts.Stdout(), "%s: admitted %s\n", res.task, w.Name(res.id))
 		}
+	}
+	if last := results[len(results)-1]; last.err != nil {
+		w.NameNext("") // nothing was admitted: the name stays free
 	}
 }

@@ -1,6 +1,7 @@
 package testscript
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strconv"
@@ -57,7 +58,7 @@ func (s *scenario) reviewAction(ts *gts.TestScript, neg bool, a argSet, key, kin
 	actionID := s.action(a)
 	var resp store.Response
 	var err error
-	w.Loop.Call(func() {
+	w.Loop.Call(context.Background(), func() {
 		resp, err = w.Store.UserAction(store.Action{PlanKey: key, ActionID: actionID, Kind: kind, Request: request},
 			func(tx *store.Tx) (store.Response, error) { return fn(tx, actionID) })
 	})

@@ -1,6 +1,7 @@
 package testscript
 
 import (
+	"context"
 	"os"
 	"time"
 
@@ -25,7 +26,7 @@ func cmdShutdown(ts *gts.TestScript, neg bool, args []string) {
 	} else if len(args) != 0 {
 		ts.Fatalf("usage: shutdown [gate]")
 	}
-	w.Runner.BeginShutdown()
+	w.Runner.BeginShutdown(context.Background())
 	w.Loop.Drain()
 }
 

@@ -1,6 +1,7 @@
 package testscript
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"strconv"
@@ -32,7 +33,7 @@ func init() {
 			Summary: "switches one of this world's failpoints on (default terms: return) or off; see failpoints.Catalog",
 			Example: "fail-point store/terminal-write 1*return", Run: cmdFailPoint},
 		Command{Name: "at", Usage: "at HOOK COMMAND [ARGS...]",
-			Summary: "runs a scenario command once when the code reaches HOOK (a runner/before-… failpoint, or store/before-commit): something happened between two statements",
+			Summary: "runs a scenario command once when the code reaches HOOK (a runner/before-… failpoint, or store/before-commit): something happened between two statements of one event; a scenario that uses it says in an '# interleaving:' header line which production interleaving that stands for, or that none exists and the guard is defence in depth",
 			Example: "at runner/before-publish cancel-task T1", Run: cmdAt},
 		Command{Name: "sql", Usage: "[!] sql STATEMENT",
 			Summary: "runs raw SQL on the database file through a second connection, as another writer would",
@@ -136,7 +137,7 @@ func cmdAdmit(ts *gts.TestScript, neg bool, args []string) {
 		n, _ := strconv.Atoi(v)
 		r.Item = &n
 	}
-	_, err := w.Runner.Admit(r)
+	_, err := w.Runner.Admit(context.Background(), r)
 	s.expect(ts, neg, "admit", err)
 }
 
@@ -191,8 +192,12 @@ func cmdAt(ts *gts.TestScript, neg bool, args []string) {
 	}
 	rest := append([]string(nil), args[2:]...)
 	if err := s.fp.SetHook(args[0], func() {
-		s.world(ts).Trace(fmt.Sprintf("hook %s: %s %s", args[0], name, strings.Join(rest, " ")))
-		run(ts, cmdNeg, rest)
+		w := s.world(ts)
+		w.Trace(fmt.Sprintf("hook %s: %s %s", args[0], name, strings.Join(rest, " ")))
+		// A user action run here calls the loop from inside the event that
+		// reached the hook: the one place a Call may re-enter (the
+		// scenario's "# interleaving:" header says what it stands for).
+		w.Loop.Interleave(func() { run(ts, cmdNeg, rest) })
 	}); err != nil {
 		ts.Fatalf("%v", err)
 	}

@@ -69,7 +69,7 @@ func TestProductionRunnerWithoutDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Recover()
+	c.Recover(context.Background())
 	<-c.RecoveryDone()
 	if r := c.Recovery(); !r.Opened() {
 		t.Fatalf("recovery: %+v", r)
@@ -80,7 +80,7 @@ func TestProductionRunnerWithoutDocker(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	attemptID, err := c.Admit(runner.AdmitRequest{PlanKey: id.Key(), Kind: words.KindExecute})
+	attemptID, err := c.Admit(context.Background(), runner.AdmitRequest{PlanKey: id.Key(), Kind: words.KindExecute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,5 +100,5 @@ func TestProductionRunnerWithoutDocker(t *testing.T) {
 	if a.PreparationStartedAt != nil {
 		t.Errorf("the attempt keeps a preparation-starting mark with no process behind it")
 	}
-	c.Shutdown()
+	c.Shutdown(context.Background())
 }
