@@ -97,10 +97,6 @@ func (c *Coordinator) stopLeftoverGroups(next func()) {
 			return
 		}
 		a := groups[i]
-		if c.fp.Fire("mutant/group-not-stopped") {
-			step(i + 1) // goes on as if every saved group were already gone
-			return
-		}
 		if c.deps.StopGroup == nil {
 			c.recoveryFailed(fmt.Errorf("attempt %s has a saved preparation group %d, and this runner cannot prove its identity", a.ID, *a.PreparationPGID))
 			return
@@ -123,18 +119,15 @@ func (c *Coordinator) stopLeftoverGroups(next func()) {
 
 // recoverD is steps 2c and 2d.
 func (c *Coordinator) recoverD() {
-	c.trace("recovery: D recovery for <owner>")
+	c.trace("recovery: D recovery for runner owner %s: remove its leftover containers and networks, keep and list its task storage", c.cfg.Owner)
 	c.deps.D.RecoverLeftovers(context.Background(), c.cfg.Owner, func(r dadapter.RecoveryReport, err error) {
 		c.post(func() {
-			if err != nil && c.fp.Fire("mutant/recovery-ignores-d-failure") {
-				err = nil // goes on as if D had found nothing
-			}
 			if err != nil {
 				c.recoveryFailed(fmt.Errorf("D's recovery failed: %w", err))
 				return
 			}
 			for _, u := range r.Unowned {
-				if u.Reason == "no-runner-label" && !c.fp.Fire("mutant/legacy-ignored") {
+				if u.Reason == "no-runner-label" {
 					c.recoveryReport.LegacyCommands = append(c.recoveryReport.LegacyCommands, legacyCommand(u))
 				}
 			}
@@ -171,7 +164,7 @@ func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
 	}
 	byID := map[string]store.Attempt{}
 	for _, a := range rows {
-		if ids.ValidUUID(a.ID) || c.fp.Fire("mutant/recovery-trusts-attempt-id") {
+		if ids.ValidUUID(a.ID) {
 			byID[a.ID] = a
 		} else {
 			c.recoveryReport.UnsafeAttempts = append(c.recoveryReport.UnsafeAttempts, boundID(a.ID))
@@ -182,25 +175,12 @@ func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
 	for _, h := range handles {
 		o := h.Owner()
 		a, ok := byID[o.AttemptID]
-		if c.fp.Fire("mutant/recovery-storage-unbound") {
-			a.ID, a.Kind, ok = o.AttemptID, words.KindReview, true // trusts the labels alone
-			if row, found := byID[o.AttemptID]; found {
-				a = row
-			}
-			a.AllocationID = o.AllocationID
-		}
 		if !ok || a.AllocationID == "" || a.AllocationID != o.AllocationID {
 			c.recoveryReport.UnmatchedStorage = append(c.recoveryReport.UnmatchedStorage, boundID(o.AttemptID))
 			c.trace("recovery: storage of %s matches no row; reported and kept", boundID(o.AttemptID))
 			continue
 		}
 		matched = append(matched, recoveredStorage{fs: h, row: a})
-	}
-	if c.fp.Fire("mutant/recovery-remove-first") {
-		for _, m := range matched {
-			c.deps.D.RemoveTaskFilesystems(m.fs, func(error) {})
-			c.trace("recovery: storage removed early %s", m.row.ID)
-		}
 	}
 	exports := map[string]exportResult{}
 	hints := c.stopHints(rows, byID)
@@ -211,8 +191,7 @@ func (c *Coordinator) exportPhase(handles []dadapter.RecoveredStorage) {
 			return
 		}
 		m := matched[i]
-		writable := words.Writable(m.row.Kind) || c.fp.Fire("mutant/recovery-exports-read-only")
-		if !writable || m.row.State == words.Completed {
+		if !words.Writable(m.row.Kind) || m.row.State == words.Completed {
 			step(i + 1)
 			return
 		}
@@ -238,9 +217,6 @@ type exportResult struct{ ref, diag string }
 // passed the UUID check.
 func (c *Coordinator) stopHints(rows []store.Attempt, byID map[string]store.Attempt) map[string]bool {
 	hints := map[string]bool{}
-	if c.fp.Fire("mutant/recovery-ignores-stop-hint") {
-		return hints
-	}
 	for _, a := range rows {
 		if _, ok := byID[a.ID]; !ok || (a.State != words.Pending && a.State != words.Running) {
 			continue
@@ -275,7 +251,7 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 			return err
 		}
 		for _, a := range active {
-			if !ids.ValidUUID(a.ID) && !c.fp.Fire("mutant/recovery-trusts-attempt-id") {
+			if !ids.ValidUUID(a.ID) {
 				continue // refused and reported above; never touched
 			}
 			task, err := tx.Task(a.PlanKey)
@@ -295,7 +271,7 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 				if e.diag != "" {
 					term.Diagnostic = joinDiag(term.Diagnostic, e.diag)
 				}
-			} else if words.Writable(a.Kind) && a.MetadataBaseline != "" && !c.fp.Fire("mutant/recovery-silent-on-missing-storage") {
+			} else if words.Writable(a.Kind) && a.MetadataBaseline != "" {
 				// Its storage was allocated, but D's recovery handed back
 				// none for it: the partial output is lost, and the row
 				// says so instead of ending as if there had been none.
@@ -309,24 +285,18 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 		// Step 5 (feedback-event rule 2), in this same transaction: every
 		// confirmed merged merge attempt whose task lacks its merged status
 		// or task-closed event is repaired, once.
-		if !c.fp.Fire("mutant/no-merge-reconciliation") {
-			if reconciled, err = tx.ReconcileMerged(); err != nil {
-				return err
-			}
+		if reconciled, err = tx.ReconcileMerged(); err != nil {
+			return err
 		}
 		// Step 6: every open, not human-gated task whose latest attempt was
 		// stopped by shutdown or interrupted by the crash, claimed in this
 		// same transaction. A task with a recorded rebase is listed only
 		// after step 4 aborted it (abortRebases).
-		requeue, err = c.claimRequeues(tx, c.fp.Fire("mutant/requeue-twice"))
+		requeue, err = c.claimRequeues(tx)
 		return err
 	})
 	if err != nil {
 		err = fmt.Errorf("the finalization transaction failed: %w", err)
-		if c.fp.Fire("mutant/recovery-cleanup-on-failure") {
-			c.removeRecoveredStorage(matched, func() { c.recoveryFailed(err) })
-			return
-		}
 		c.recoveryFailed(err)
 		return
 	}
@@ -348,9 +318,6 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 	if len(exports) > 0 {
 		c.retention()
 	}
-	if c.fp.Fire("mutant/recovery-opens-before-removal") {
-		c.open = true
-	}
 	c.removeRecoveredStorage(matched, func() { c.recoverAttemptDirs(byID) })
 }
 
@@ -365,7 +332,7 @@ func (c *Coordinator) abortRebases() error {
 	err := c.write(func(tx *store.Tx) error {
 		aborted, requeue = nil, nil
 		markers, err := tx.RebasesInProgress()
-		if err != nil || c.fp.Fire("mutant/rebase-not-aborted") {
+		if err != nil {
 			return err
 		}
 		for _, m := range markers {
@@ -381,7 +348,7 @@ func (c *Coordinator) abortRebases() error {
 		if len(aborted) == 0 {
 			return nil
 		}
-		requeue, err = c.claimRequeues(tx, false)
+		requeue, err = c.claimRequeues(tx)
 		return err
 	})
 	if err != nil {
@@ -466,9 +433,6 @@ func (c *Coordinator) recoverAttemptDirs(byID map[string]store.Attempt) {
 		c.recoveryFailed(err)
 		return
 	}
-	if c.fp.Fire("mutant/unowned-preparation-ignored") {
-		starting = nil
-	}
 	held := map[string]bool{}
 	for _, a := range starting {
 		held[a.ID] = true
@@ -500,11 +464,6 @@ func (c *Coordinator) recoverAttemptDirs(byID map[string]store.Attempt) {
 			}
 		}
 		if err != nil || !info.IsDir() || info.Mode()&os.ModeSymlink != 0 || !sameDev || !ids.ValidUUID(name) || !known {
-			if c.fp.Fire("mutant/recovery-removes-unknown") {
-				os.RemoveAll(path)
-				c.trace("recovery: unknown entry %s removed", name)
-				continue
-			}
 			c.recoveryReport.UnknownEntries = append(c.recoveryReport.UnknownEntries, path)
 			c.trace("recovery: unknown entry %s left alone", name)
 			continue
@@ -527,8 +486,8 @@ func (c *Coordinator) recoverAttemptDirs(byID map[string]store.Attempt) {
 
 // claimRequeues is step 6: it lists the tasks to hand to I3 and claims
 // requeue_pending for each in the caller's transaction.
-func (c *Coordinator) claimRequeues(tx *store.Tx, withClaimed bool) ([]string, error) {
-	keys, err := tx.RequeueCandidates(c.fp.Fire("mutant/requeue-closed-task"), withClaimed)
+func (c *Coordinator) claimRequeues(tx *store.Tx) ([]string, error) {
+	keys, err := tx.RequeueCandidates()
 	if err != nil {
 		return nil, err
 	}

@@ -36,15 +36,8 @@ type sweepWorld struct {
 	fresh bool
 }
 
-// sweepMutant, when set, is switched on in every sweep world (the bite test).
-var sweepMutant string
-
-func newSweepWorld(t reporter) *sweepWorld {
-	fp := failpoints.New()
-	if sweepMutant != "" {
-		fp.Enable(sweepMutant, "return")
-	}
-	w, err := NewWorld(t.TempDir(), Config{Seed: 11, Slots: 8, Budget: time.Hour, AttemptTimeout: 20 * time.Minute}, fp)
+func newSweepWorld(t testing.TB) *sweepWorld {
+	w, err := NewWorld(t.TempDir(), Config{Seed: 11, Slots: 8, Budget: time.Hour, AttemptTimeout: 20 * time.Minute}, failpoints.New())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +232,7 @@ func (w *sweepWorld) runStep(s step) (ok bool) {
 }
 
 // check verifies the invariants after recovery.
-func (w *sweepWorld) check(t reporter, label string) {
+func (w *sweepWorld) check(t testing.TB, label string) {
 	t.Helper()
 	fail := func(format string, args ...any) {
 		t.Errorf("%s: %s\ntrace:\n  %s", label, fmt.Sprintf(format, args...), strings.Join(w.Lines(), "\n  "))
@@ -376,7 +369,7 @@ func (w *sweepWorld) checkDurable(fail func(format string, args ...any)) {
 // adapter, so simulated task storage is not its to see. The simulated
 // runner then starts again over the same file, and the caller checks
 // everything.
-func (w *sweepWorld) recoverInFreshProcess(t reporter, label string) {
+func (w *sweepWorld) recoverInFreshProcess(t testing.TB, label string) {
 	t.Helper()
 	bin, err := testbin.Codeboost()
 	if err != nil {
@@ -420,54 +413,11 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 
 // TestCrashPointSweep crashes the workload at every event boundary and at
 // every Store commit, restarts, and checks the invariants.
+//
+// kills: mutant/cancel-task-not-closed mutant/recovery-remove-first mutant/unowned-preparation-ignored
 func TestCrashPointSweep(t *testing.T) { sweep(t) }
 
-// reporter is the part of testing.T the sweep uses, so that the bite test
-// can run it and count failures instead of failing.
-type reporter interface {
-	testing.TB
-}
-
-// recorder counts the sweep's errors without failing the enclosing test.
-type recorder struct {
-	testing.TB
-	errors int
-}
-
-type fatal struct{}
-
-func (r *recorder) Helper()                           {}
-func (r *recorder) Errorf(format string, args ...any) { r.errors++ }
-func (r *recorder) Fatalf(format string, args ...any) { r.errors++; panic(fatal{}) }
-func (r *recorder) Logf(format string, args ...any)   {}
-
-// TestCrashPointSweepBites shows the sweep's invariants notice broken
-// recovery and holder order: under each mutant some crash point fails.
-func TestCrashPointSweepBites(t *testing.T) {
-	if testing.Short() || raceEnabled {
-		t.Skip("runs the sweep once per mutant")
-	}
-	for _, m := range []string{"mutant/cancel-task-not-closed", "mutant/recovery-remove-first", "mutant/unowned-preparation-ignored"} {
-		sweepMutant = m
-		r := &recorder{TB: t}
-		func() {
-			defer func() {
-				if v := recover(); v != nil {
-					if _, ok := v.(fatal); !ok {
-						panic(v)
-					}
-				}
-			}()
-			sweep(r)
-		}()
-		sweepMutant = ""
-		if r.errors == 0 {
-			t.Errorf("the sweep passes with %s on", m)
-		}
-	}
-}
-
-func sweep(t reporter) {
+func sweep(t testing.TB) {
 	// A dry run counts the event boundaries and the commits.
 	dry := newSweepWorld(t)
 	commits := 0

@@ -126,7 +126,7 @@ func TestMigrateV5Backfill(t *testing.T) {
 	// repaired (the merged one is complete).
 	var cands, fixed []string
 	e.update(func(tx *store.Tx) (err error) {
-		if cands, err = tx.RequeueCandidates(false, false); err != nil {
+		if cands, err = tx.RequeueCandidates(); err != nil {
 			return err
 		}
 		fixed, err = tx.ReconcileMerged()

@@ -82,34 +82,24 @@ func (t *Tx) Now() time.Time { return t.s.now() }
 // would only meet reused PIDs, and one reused ID whose identity cannot be
 // proven would then stop every start.
 func (t *Tx) PreparationGroups() ([]Attempt, error) {
-	if t.s.fp.Fire("mutant/stop-groups-of-ended-attempts") {
-		return t.attemptsWhere(`preparation_pgid IS NOT NULL`)
-	}
 	return t.attemptsWhere(`preparation_pgid IS NOT NULL AND state IN ('pending', 'running')`)
 }
 
 // RequeueCandidates is step 6's list, in one query: every task that is not
-// closed and not human-gated (unless withClosed), has no requeue claimed
-// yet (unless withClaimed), and whose latest attempt was cancelled with
-// first reason shutdown or failed "Interrupted". Sorted by plan key.
-func (t *Tx) RequeueCandidates(withClosed, withClaimed bool) ([]string, error) {
-	q := `SELECT t.plan_key FROM tasks t JOIN attempts a ON a.id = t.current_attempt_id
-		WHERE ((a.state = 'cancelled' AND a.first_reason = 'shutdown') OR (a.state = 'failed' AND a.diagnostic LIKE ? ESCAPE '\'))`
-	args := []any{likePrefix(words.Interrupted)}
-	if !withClosed {
-		q += ` AND t.status NOT IN (?, ?, ?, ?, ?, ?)`
-		args = append(args, words.StatusMerged, words.StatusCancelled, words.StatusNeedsHuman, words.StatusNeedsAmendment,
-			words.StatusNeedsApproval, words.StatusPossiblyAlreadyFixed)
-	}
-	if !withClaimed {
-		q += ` AND t.requeue_pending = 0`
-	}
-	if !t.s.fp.Fire("mutant/requeue-during-rebase") {
-		// A recorded rebase is aborted first (step 4); only then is the
-		// task listed for I3.
-		q += ` AND t.rebase_in_progress IS NULL`
-	}
-	rows, err := t.query(q+` ORDER BY t.plan_key`, args...)
+// closed, not human-gated and has no requeue claimed yet, whose latest
+// attempt was cancelled with first reason shutdown or failed "Interrupted".
+// A task with a recorded rebase is listed only once step 4 aborted it.
+// Sorted by plan key.
+func (t *Tx) RequeueCandidates() ([]string, error) {
+	rows, err := t.query(`SELECT t.plan_key FROM tasks t JOIN attempts a ON a.id = t.current_attempt_id
+		WHERE ((a.state = 'cancelled' AND a.first_reason = 'shutdown') OR (a.state = 'failed' AND a.diagnostic LIKE ? ESCAPE '\'))
+		AND t.status NOT IN (?, ?, ?, ?, ?, ?)
+		AND t.requeue_pending = 0
+		AND t.rebase_in_progress IS NULL
+		ORDER BY t.plan_key`,
+		likePrefix(words.Interrupted),
+		words.StatusMerged, words.StatusCancelled, words.StatusNeedsHuman, words.StatusNeedsAmendment,
+		words.StatusNeedsApproval, words.StatusPossiblyAlreadyFixed)
 	if err != nil {
 		return nil, err
 	}
