@@ -29,7 +29,6 @@ import (
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/nodocker"
 	"github.com/codeboost/codeboost/dadapter/procgroup"
-	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/runner/lock"
@@ -62,12 +61,6 @@ type Options struct {
 	// Publisher is the task publisher's part of shutdown (step 2a); nil in
 	// this build, which publishes nothing to GitHub yet.
 	Publisher Publisher
-
-	// Failpoints is TEMPORARY and nil in the binary: the scenarios' test
-	// binary, which re-executes itself as codeboost, passes a set with one
-	// legacy mutant enabled so that the lock's scenarios still bite. It goes
-	// once every mutant is a file under scenarios/mutants (issue 7).
-	Failpoints *failpoints.Set
 }
 
 // App is one codeboost process's application: what startup has taken or
@@ -170,7 +163,7 @@ func (a *App) takeLock() error {
 // openStore is step 2a (decision 1's step 3): open the Store under the
 // lock, by the lock's canonical path; migrations run here.
 func (a *App) openStore() error {
-	st, err := store.Open(a.lock.Path(), store.Options{Now: time.Now, IDs: ids.Random{}, Failpoints: a.opt.Failpoints})
+	st, err := store.Open(a.lock.Path(), store.Options{Now: time.Now, IDs: ids.Random{}})
 	if err != nil {
 		return err
 	}
@@ -221,7 +214,7 @@ func (a *App) recoverStartup() error {
 	a.loop = runner.NewGoroutineLoop()
 	c, err := runner.New(runner.Config{Root: a.root, Owner: a.token}, runner.Deps{
 		Store: a.store, Capability: a.capability, D: nodocker.D{}, Clock: runner.NewRealClock(), Loop: a.loop,
-		IDs: ids.Random{}, Failpoints: a.opt.Failpoints, StopGroup: stopGroup, Trace: a.trace,
+		IDs: ids.Random{}, StopGroup: stopGroup, Trace: a.trace,
 	})
 	if err != nil {
 		return err

@@ -9,9 +9,10 @@
 // Settled, exports, removals) runs elsewhere and reports back as an event.
 // The runner depends only on injected interfaces: its Store, the D contract
 // (package dadapter), a Clock and a Loop. The very code `codeboost serve`
-// runs is the code the scenarios drive; there is no scenario-only branch.
-// Mutant failpoints (failpoints.Catalog, "mutant/…") are off in production:
-// each is one nil check.
+// runs is the code the scenarios drive; there is no scenario-only branch and
+// no mutant switch (mutants are files under scenarios/mutants, applied with
+// `go test -overlay`). Failpoints here are only the catalogued interleaving
+// hooks; a disabled one costs one nil check.
 //
 // It may import store, dadapter, words, ids, failpoints and
 // github.com/benbjohnson/clock; never sim, testscript or web.
@@ -56,4 +57,21 @@
 //	start / resume (#91, #107)            Coordinator.Start, Resume, store.Tx.StartPlan, ResumePlan
 //	ItemExecutor, ItemExecutor.close()    planRun, continueRun, store.Tx.NextPlanItem; Drained (step 5a)
 //	approvals (execution gate)            store.Tx.Approve, approvalGate
+//	one event, one synchronous turn       Loop (GoroutineLoop, sim.Loop), Coordinator.post, call, event
+//
+// Startup and shutdown (the application's order lives in package app):
+//
+//	contract                              Go
+//	--------                              --
+//	decision 1: single-runner lock        runner/lock.Acquire, Lock.Release (app.takeLock, releaseLock)
+//	runner owner token                    store.Tx.RunnerOwnerToken (app.readOwnerToken), Config.Owner
+//	recovery step 2b (leftover groups)    stopLeftoverGroups, Deps.StopGroup, store.Tx.PreparationGroups
+//	recovery steps 2c, 2d (D, legacy)     recoverD, dadapter.D.RecoverLeftovers, legacyCommand
+//	recovery step 3 (export, finalize)    exportPhase, finalize, recoveredTerminal → decideTerminal
+//	recovery step 4 (storage, rebases)    removeRecoveredStorage, abortRebases, store.Tx.AbortRebase
+//	recovery step 5 (merged tasks)        store.Tx.ReconcileMerged (in finalize's transaction)
+//	recovery step 6 (requeue claim)       claimRequeues, store.Tx.RequeueCandidates, ClaimRequeue; resume claims it by CAS (store.AdmitRequest.ClaimRequeue)
+//	recovery step 7 (attempt dirs)        recoverAttemptDirs, RecoveryReport.UnownedPreparation (app.releasePreparation)
+//	recovery step 8 (open)                endRecovery, RecoveryReport.Opened
+//	shutdown steps 1 to 8                 app.closeAdmission … app.releaseLock; here BeginShutdown, Drained
 package runner

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/internal/mutant"
-	cbts "github.com/codeboost/codeboost/testscript"
 )
 
 // moduleRoot is where mutants' file paths start.
@@ -72,17 +70,13 @@ func TestScenariosBite(t *testing.T) {
 	sort.Strings(names)
 	for _, name := range names {
 		scripts := byMutant[name]
-		m, overlaid := mutants[name]
-		if !overlaid && !slices.Contains(failpoints.Mutants(), name) {
+		m, ok := mutants[name]
+		if !ok {
 			t.Errorf("%v name unknown mutant %q (no scenarios/mutants/%s.txtar)", append(scripts, claimNames(pkgClaims[name])...), name, strings.TrimPrefix(name, "mutant/"))
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if !overlaid {
-				legacyBite(t, name, scripts)
-				return
-			}
 			biteOverlay(t, m, scripts, pkgClaims[name])
 		})
 	}
@@ -169,22 +163,6 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// legacyBite runs a mutant that is still a failpoint switch in production
-// code (being moved to scenarios/mutants/).
-func legacyBite(t *testing.T, name string, scripts []string) {
-	for _, s := range scripts {
-		p := cbts.Params("", cbts.Options{Mutant: name})
-		p.Files = []string{filepath.Join("testdata", s+".txtar")}
-		failed, log := runQuiet(p)
-		if i := strings.LastIndex(log, "FAIL: "); i >= 0 {
-			t.Logf("%s under %s: %s", s, name, strings.SplitN(log[i:], "\n", 2)[0])
-		}
-		if !failed {
-			t.Errorf("%s passed with %s switched on; it does not guard that behaviour\n%s", s, name, log)
-		}
-	}
-}
-
 // TestEveryMutantIsKilled fails if a mutant is kept on file but no scenario
 // or package test claims to kill it.
 func TestEveryMutantIsKilled(t *testing.T) {
@@ -197,11 +175,7 @@ func TestEveryMutantIsKilled(t *testing.T) {
 	for m := range packageClaims(t) {
 		claimed[m] = true
 	}
-	all := failpoints.Mutants()
-	for name := range loadMutants(t) {
-		all = append(all, name)
-	}
-	for _, m := range all {
+	for m := range loadMutants(t) {
 		if !claimed[m] {
 			t.Errorf("mutant %s is killed by no scenario", m)
 		}

@@ -167,7 +167,7 @@ func cmdExecRace(ts *gts.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: exec-race NAME NAME PROGRAM [ARGS...]")
 	}
 	env := os.Environ()
-	for _, k := range []string{"HOME", "PATH", "TMPDIR", "WORK", "CODEBOOST_TEST_MUTANT"} {
+	for _, k := range []string{"HOME", "PATH", "TMPDIR", "WORK"} {
 		env = append(env, k+"="+ts.Getenv(k))
 	}
 	procs := make([]*raceProc, 2)

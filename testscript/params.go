@@ -25,8 +25,6 @@ import (
 
 // Options tune one run of the scenarios.
 type Options struct {
-	// Mutant switches one mutant failpoint on in every world (the bite test).
-	Mutant string
 	// Record receives each script's trace when it ends.
 	Record func(script string, trace []string)
 	// Seed seeds every world's ID source (default 1).
@@ -81,15 +79,9 @@ func Params(dir string, opt Options) gts.Params {
 			if opt.SharedFailpoints != nil {
 				fp = opt.SharedFailpoints
 			}
-			if opt.Mutant != "" {
-				if err := fp.Enable(opt.Mutant, "return"); err != nil {
-					return err
-				}
-			}
 			s := &scenario{dir: filepath.Join(env.WorkDir, "world"), fp: fp, tasks: map[string]string{},
 				cfg: sim.Config{Seed: opt.Seed}}
 			env.Values[worldKey] = s
-			env.Setenv("CODEBOOST_TEST_MUTANT", opt.Mutant) // for real codeboost processes (scenarios' TestMain)
 			script := strings.TrimPrefix(filepath.Base(env.WorkDir), "script-")
 			env.Defer(func() {
 				if s.w == nil {

@@ -24,20 +24,12 @@ import (
 	"strings"
 
 	"github.com/codeboost/codeboost/app"
-	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/ids"
 )
 
 // Options are what a caller of Run passes besides the arguments.
 type Options struct {
 	Stdout, Stderr io.Writer // nil: os.Stdout, os.Stderr
-
-	// Failpoints is TEMPORARY and nil in the binary: only the scenarios'
-	// test binary, which re-executes itself as codeboost, passes a set
-	// with one legacy mutant enabled (CODEBOOST_TEST_MUTANT), so that the
-	// lock's legacy mutants still bite. It goes once every mutant is a file
-	// under scenarios/mutants (issue 7).
-	Failpoints *failpoints.Set
 }
 
 // The exit codes.
@@ -81,7 +73,7 @@ func Run(args []string, opt Options) int {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stdout, stderr, opt.Failpoints)
+		return serve(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		return help(args[1:], stdout, stderr)
 	}
@@ -139,7 +131,7 @@ func printServeUsage(w io.Writer, fl *flag.FlagSet) {
 }
 
 // serve is `codeboost serve`: it checks the flags and runs the app.
-func serve(args []string, stdout, stderr io.Writer, fp *failpoints.Set) int {
+func serve(args []string, stdout, stderr io.Writer) int {
 	fl, a := serveFlags(stderr)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -168,7 +160,7 @@ func serve(args []string, stdout, stderr io.Writer, fp *failpoints.Set) int {
 	}
 	ap, err := app.New(app.Options{
 		DB: a.db, Root: a.root, Ready: a.ready, Check: a.check, ReleasePreparation: a.release,
-		Log: log, Stderr: stderr, Failpoints: fp,
+		Log: log, Stderr: stderr,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
