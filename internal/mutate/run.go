@@ -122,9 +122,14 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 		if err := mutant.BuildTestFlags(ctx, opts.Root, st.Pkg, "", bin, "-vet=off", "-ldflags=-s -w"); err != nil {
 			return nil, nil, err
 		}
+		wd, err := scratch(opts.Root, st.Pkg)
+		if err != nil {
+			return nil, nil, err
+		}
 		start := time.Now()
-		res := mutant.RunTests(ctx, bin, filepath.Join(opts.Root, st.Pkg), st.Run, true, s.runArgs(30*time.Minute)...)
+		res := mutant.RunTests(ctx, bin, wd, st.Run, true, s.runArgs(30*time.Minute)...)
 		took[st.Pkg] = time.Since(start)
+		os.RemoveAll(wd)
 		if failedRun(res) {
 			return nil, nil, fmt.Errorf("%s fails on the unmutated tree (%s): fix it before sweeping\n%s", st.Pkg, firstFailed(res), tail(res.Output, 30))
 		}
@@ -233,13 +238,19 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 		}
 		// The binary stops itself at its -test.timeout; the context is the
 		// backstop for one that cannot (a hung process it started).
+		wd, err := scratch(s.opts.Root, st.Pkg)
+		if err != nil {
+			r.Verdict, r.Detail = Error, err.Error()
+			return r
+		}
 		rctx, cancel := context.WithTimeout(ctx, to+30*time.Second)
 		t0 = time.Now()
-		res := mutant.RunTests(rctx, bin, filepath.Join(s.opts.Root, st.Pkg), st.Run, true, s.runArgs(to)...)
+		res := mutant.RunTests(rctx, bin, wd, st.Run, true, s.runArgs(to)...)
 		r.Steps = append(r.Steps, fmt.Sprintf("run %s %.1fs", st.Pkg, time.Since(t0).Seconds()))
 		expired := rctx.Err() != nil
 		cancel()
 		os.Remove(bin)
+		os.RemoveAll(wd)
 		switch {
 		case ctx.Err() != nil:
 			r.Verdict, r.Detail = Error, "interrupted"
@@ -255,6 +266,47 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 	r.Verdict = Survived
 	return r
 }
+
+// ScratchDir is where test binaries run, relative to the module root.
+const ScratchDir = ".mutate"
+
+// scratch makes the directory a test binary of pkg runs in: a fresh
+// directory under <root>/.mutate linking every entry of pkg's directory but
+// its Go files, so that the tests find their testdata, while a mutant that
+// writes files where it should not (such as a relative diagnostics
+// directory) leaves them there and not in the source tree. It is inside the
+// module, so a test that runs the go command from it still finds go.mod;
+// the go command ignores directories starting with a dot.
+func scratch(root, pkg string) (string, error) {
+	base := filepath.Join(root, ScratchDir)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(base, strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_")+"-")
+	if err != nil {
+		return "", err
+	}
+	src, err := filepath.Abs(filepath.Join(root, filepath.FromSlash(pkg)))
+	if err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".go") {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(src, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// RemoveScratch removes <root>/.mutate if nothing is left in it.
+func RemoveScratch(root string) { os.Remove(filepath.Join(root, ScratchDir)) }
 
 // failedRun reports whether a test binary's run failed: a test failed, or
 // the binary exited in error (a panic, a fatal error) for a reason other

@@ -175,6 +175,7 @@ func run() int {
 		var err error
 		sw, took, err = mutate.Baseline(ctx, opts, chosen)
 		if err != nil {
+			mutate.RemoveScratch(root)
 			return fail(err)
 		}
 		timeouts = map[string]string{}
@@ -186,6 +187,7 @@ func run() int {
 	}
 	baselineTime := time.Since(start)
 	results := sw.Run(ctx, chosen, reasons, *recheck || *only != "")
+	mutate.RemoveScratch(root)
 	rep := mutate.NewReport(results)
 	rep.Seed, rep.Sampled, rep.Generated, rep.Jobs, rep.Timeouts, rep.Stale = *seed, sampled, len(ms), opts.Jobs, timeouts, stale
 	rep.Wall, rep.Baseline = time.Since(start), baselineTime
