@@ -1,7 +1,7 @@
 # codeboost: the two commands a new user needs are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build test scenarios vet bench demo race
+.PHONY: build test scenarios vet bench demo race mutate mutate-all
 
 build:
 	$(GO) build -o bin/codeboost ./cmd/codeboost
@@ -31,3 +31,19 @@ bench:
 # shows its output; the codeboost binary links no scenario.
 demo: build
 	cd scenarios && $(GO) test -count=1 -run '^TestReplay$$' -traces
+
+# mutate is the automatic mutation sweep over runner/ and store/ (package
+# internal/mutate): a seeded sample of MUTATE_N mutants, each run against its
+# package's tests, the scenarios and the simulator's tests; it prints the
+# score and every survivor. Not part of `make test` (about half an hour).
+# MUTATE_FLAGS passes more, e.g. MUTATE_FLAGS='-j 3' or '-ops swap-steps'.
+MUTATE_SEED ?= 1
+MUTATE_N ?= 300
+MUTATE_FLAGS ?=
+
+mutate:
+	$(GO) run ./internal/mutate/cmd/mutate -seed $(MUTATE_SEED) -n $(MUTATE_N) -o bin/mutate-report.json $(MUTATE_FLAGS)
+
+# mutate-all runs every mutant (a few hours).
+mutate-all:
+	$(GO) run ./internal/mutate/cmd/mutate -all -o bin/mutate-report-all.json $(MUTATE_FLAGS)

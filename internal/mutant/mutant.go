@@ -25,11 +25,17 @@ import (
 )
 
 // Edit replaces Original, which must appear exactly once in File as whole
-// lines, with Replacement.
+// lines, with Replacement. An edit with a Line (the automatic sweep's, whose
+// originals such as "if err != nil {" are rarely unique) instead replaces
+// Original where it starts at that line, after checking it is there.
 type Edit struct {
 	File        string // slash-separated, relative to the module root
 	Original    string // whole lines, each ending in "\n"
 	Replacement string
+	// Line, when set, is the 1-based line at which Original starts, in the
+	// file as earlier edits of the same mutant left it. Named mutants leave
+	// it zero and keep the exactly-once rule.
+	Line int
 }
 
 // Mutant is one reintroduced bug.
@@ -123,9 +129,18 @@ func (m Mutant) Mutate(root string) (map[string][]byte, error) {
 			}
 			src = b
 		}
-		n, at := countLines(src, e.Original)
-		if n != 1 {
-			return nil, fmt.Errorf("mutant %s no longer applies to %s: its original lines appear %d times, want exactly once:\n%s", m.Name, e.File, n, e.Original)
+		var at int
+		if e.Line > 0 {
+			at = lineOffset(src, e.Line)
+			if at < 0 || !bytes.HasPrefix(src[at:], []byte(e.Original)) || !strings.HasSuffix(e.Original, "\n") {
+				return nil, fmt.Errorf("mutant %s no longer applies to %s: its original lines are not at line %d:\n%s", m.Name, e.File, e.Line, e.Original)
+			}
+		} else {
+			n, first := countLines(src, e.Original)
+			if n != 1 {
+				return nil, fmt.Errorf("mutant %s no longer applies to %s: its original lines appear %d times, want exactly once:\n%s", m.Name, e.File, n, e.Original)
+			}
+			at = first
 		}
 		var b bytes.Buffer
 		b.Write(src[:at])
@@ -156,6 +171,23 @@ func countLines(src []byte, lines string) (n, first int) {
 		i = at + 1
 	}
 	return n, first
+}
+
+// lineOffset returns the offset at which the 1-based line starts in src, or
+// -1 if src has fewer lines.
+func lineOffset(src []byte, line int) int {
+	at := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(src[at:], '\n')
+		if i < 0 {
+			return -1
+		}
+		at += i + 1
+	}
+	if at >= len(src) {
+		return -1
+	}
+	return at
 }
 
 // Overlay writes the mutated files and a go build -overlay file under dir,

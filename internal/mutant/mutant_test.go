@@ -127,3 +127,30 @@ func TestPackageClaims(t *testing.T) {
 		t.Fatalf("claims %+v", c)
 	}
 }
+
+// An edit with a Line applies at that line even when its original lines
+// appear elsewhere too, and says it no longer applies when they are not
+// there.
+func TestLineEdit(t *testing.T) {
+	src := "package a\nfunc f() {\n\tif err != nil {\n\t}\n\tif err != nil {\n\t}\n}\n"
+	root := writeTree(t, map[string]string{"a/x.go": src})
+	m := Mutant{Name: "sweep/x", Edits: []Edit{{File: "a/x.go", Original: "\tif err != nil {\n", Replacement: "\tif false {\n", Line: 5}}}
+	files, err := m.Mutate(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(files["a/x.go"]), strings.Replace(src, "\tif err != nil {\n\t}\n}", "\tif false {\n\t}\n}", 1); got != want {
+		t.Fatalf("mutated:\n%s\nwant:\n%s", got, want)
+	}
+	for _, line := range []int{4, 8, 100} {
+		m.Edits[0].Line = line
+		if _, err := m.Mutate(root); err == nil || !strings.Contains(err.Error(), "no longer applies to a/x.go") {
+			t.Errorf("line %d: err = %v", line, err)
+		}
+	}
+	// Without a Line, the exactly-once rule still holds.
+	m.Edits[0].Line = 0
+	if _, err := m.Mutate(root); err == nil || !strings.Contains(err.Error(), "appear 2 times") {
+		t.Errorf("no line: err = %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // GoCommand is the go command that builds mutants: $GOROOT/bin/go when
@@ -33,10 +34,17 @@ func fileExists(p string) bool {
 // builds the unmutated tree. The Go build cache makes a mutant whose files
 // did not change nearly free to rebuild.
 func BuildTest(ctx context.Context, root, pkg, overlay, out string) error {
+	return BuildTestFlags(ctx, root, pkg, overlay, out)
+}
+
+// BuildTestFlags is BuildTest with extra go test build flags, such as
+// "-vet=off" for the sweep, whose mutants need only compile.
+func BuildTestFlags(ctx context.Context, root, pkg, overlay, out string, flags ...string) error {
 	args := []string{"test", "-c", "-o", out}
 	if overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}
+	args = append(args, flags...)
 	cmd := exec.CommandContext(ctx, GoCommand(), append(args, pkg)...)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -56,7 +64,8 @@ var verdict = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
 
 // RunTests runs a test binary in dir (its package's directory) with
 // -test.run pattern and records each test's verdict. failfast stops at the
-// first failure, which is all a sweep needs to count a mutant killed.
+// first failure, which is all a sweep needs to count a mutant killed. Extra
+// arguments follow the defaults, so a later "-test.timeout" overrides 10m.
 func RunTests(ctx context.Context, bin, dir, pattern string, failfast bool, extra ...string) Result {
 	args := []string{"-test.run", pattern, "-test.v", "-test.count=1", "-test.timeout=10m"}
 	if failfast {
@@ -65,6 +74,9 @@ func RunTests(ctx context.Context, bin, dir, pattern string, failfast bool, extr
 	cmd := exec.CommandContext(ctx, bin, append(args, extra...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	// A process the tests started and left behind must not hold the output
+	// pipe open forever once the binary has exited or been cancelled.
+	cmd.WaitDelay = 10 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	r := Result{Err: cmd.Run()}

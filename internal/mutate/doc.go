@@ -1,0 +1,75 @@
+// Package mutate is the automatic mutation sweep (`make mutate`): it makes
+// mutants of runner/, runner/lock/ and store/ from a fixed list of
+// operators, applies each with `go test -overlay` (internal/mutant; the
+// source tree is never edited), runs the tests that should notice it and
+// prints the score and every survivor.
+//
+// # Operators
+//
+// The list is fixed, so that a score means the same thing from run to run.
+// Each operator makes one single-line-range edit (an internal/mutant.Edit
+// with a Line):
+//
+//   - negate: an if condition is negated: `if c {` → `if !(c) {` (`if !c {`
+//     when c is an operand), and `if !c {` → `if c {`. Error checks are left
+//     to ignore-error, and loop conditions are not negated (that mostly
+//     makes a loop spin until the timeout, which costs much and says
+//     little; boundary covers them).
+//   - boundary: a comparison moves its boundary: `>=`↔`>`, `<=`↔`<`, in any
+//     expression (conditions, loop headers, assignments, returns); and the
+//     time comparisons `a.Before(b)` → `!a.After(b)`, `a.After(b)` →
+//     `!a.Before(b)`, `!a.Before(b)` → `a.After(b)`, `!a.After(b)` →
+//     `a.Before(b)`.
+//   - drop-guard: an if without else whose body ends in return or
+//     continue, and whose condition is not an error check, never fires:
+//     `if c {` → `if c && false {`. The condition is still evaluated, so a
+//     call in it still happens and the variables it reads stay used (the
+//     mutant compiles); otherwise it is the program without the guard.
+//   - swap-steps: two adjacent statements of one block swap places, when
+//     both are calls, assignments, ++/-- or sends on lines of their own,
+//     they differ, both have an effect (a call that is not a builtin or a
+//     conversion, a send, a write through a field, index or pointer, or an
+//     assignment to a variable the other statement mentions), and neither
+//     mentions a name the other declares with := (so the swap compiles).
+//   - ignore-error: an error check never fires: `if err != nil {` →
+//     `if err != nil && false {`, where the checked value is named err, or
+//     ends in err or Err.
+//   - drop-where-term: in an SQL string literal, an UPDATE whose WHERE clause
+//     has two or more terms joined by AND (and no top-level OR) loses one
+//     term's effect while keeping its placeholders: `AND x = ?` →
+//     `AND (x = ? OR 1)`, so the argument count still matches.
+//
+// Nothing is mutated in _test.go files, nor in statements or expressions
+// that are failpoint or trace noise: a call of Fire, Eval, Hook, Err,
+// Enable, SetHook or OnEach on a failpoint set (a receiver ending in "fp"),
+// a call of trace/Trace/tracef/logf or of package log, a string literal
+// naming a "mutant/…" — and no if whose condition mentions them, or whose
+// body only does them (printing-only changes are not behaviour).
+//
+// # Stable IDs
+//
+// A mutant's ID is "<file>:<func>:<operator>:<hash>", with "~<n>" appended
+// for the n-th (n ≥ 2) identical mutant in the same function; the hash is
+// over the operator and the whitespace-normalised original and mutated
+// lines. Lines added or removed elsewhere do not change it, so an ID can
+// name a mutant in the equivalence file across unrelated edits.
+//
+// # Running a mutant
+//
+// Its overlay is built into the test binary of the mutated package (without
+// vet: a mutant needs only to compile; one that does not is "invalid", not
+// killed), then the tests run, stopping at the first failure, in an order
+// that kills fast: the package's own tests, then ./scenarios'
+// TestScenarios, then ./sim's tests (benchmarks never run; tests matching
+// -skip, by default the *Bites tests that re-run others under named
+// mutants, are skipped). A test binary that runs past its timeout kills
+// the mutant ("timeout").
+//
+// # Equivalent mutants
+//
+// scenarios/mutants/equivalent.txt lists the mutants no test can kill
+// because they do not change behaviour, each with a written reason (its
+// format is at its top). They are left out of the score's denominator and
+// listed separately; an entry whose ID no longer exists is stale, and
+// TestEquivalentFileIsCurrent fails on it.
+package mutate

@@ -1,0 +1,391 @@
+package mutate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codeboost/codeboost/internal/mutant"
+)
+
+// Verdict is what became of one mutant.
+type Verdict string
+
+const (
+	Killed     Verdict = "killed"     // a test failed
+	TimedOut   Verdict = "timeout"    // a test binary ran past its timeout: killed too
+	Survived   Verdict = "survived"   // every test passed
+	Invalid    Verdict = "invalid"    // it does not compile
+	Equivalent Verdict = "equivalent" // listed in the equivalence file, not run
+	Error      Verdict = "error"      // the sweep itself failed (interrupted, disk)
+)
+
+// Stage is one test binary a mutant runs against.
+type Stage struct {
+	Pkg string // "./store", relative to the module root
+	Run string // its -test.run pattern
+}
+
+// Stages are the test binaries a mutant runs against, in the order that
+// kills fast: its package's own tests, then the scenarios (not the bite
+// test), then the simulator's tests.
+func Stages(m Mutant) []Stage {
+	return []Stage{{m.Pkg(), "."}, {"./scenarios", "^TestScenarios$"}, {"./sim", "."}}
+}
+
+// Options configure a sweep.
+type Options struct {
+	Root string // the module root
+	Jobs int    // mutants run at once
+	// Timeout bounds each test binary's run; zero takes, per package, five
+	// times its baseline run and at least MinTimeout.
+	Timeout time.Duration
+	Skip    string // -test.skip pattern for every test binary
+	// Stages lists a mutant's test binaries; nil is Stages.
+	Stages func(Mutant) []Stage
+	// Progress, if set, is called as each mutant finishes.
+	Progress func(done, total int, r Result)
+}
+
+// MinTimeout is the least timeout a test binary gets from its baseline.
+const MinTimeout = time.Minute
+
+// Result is the verdict on one mutant.
+type Result struct {
+	Mutant  Mutant  `json:"-"`
+	ID      string  `json:"id"`
+	Op      string  `json:"op"`
+	Pos     string  `json:"pos"`
+	Verdict Verdict `json:"verdict"`
+	// By is what killed it: "<pkg> <test>", or "<pkg> (timeout 1m0s)";
+	// for an invalid mutant, the package that did not build.
+	By      string  `json:"by,omitempty"`
+	Seconds float64 `json:"seconds"`
+	Detail  string  `json:"detail,omitempty"` // the build error, the killing output's tail, the equivalence reason
+	Diff    string  `json:"diff"`
+	// Listed says the equivalence file lists it: killed, it is a wrong
+	// entry.
+	Listed bool `json:"listed,omitempty"`
+	// Steps times each build and run, as "build ./store 2.1s".
+	Steps []string `json:"steps,omitempty"`
+}
+
+// Sweep runs mutants.
+type Sweep struct {
+	opts     Options
+	timeouts map[string]time.Duration
+}
+
+// NewSweep makes a sweep without a baseline: every test binary gets
+// opts.Timeout, at least MinTimeout.
+func NewSweep(opts Options) *Sweep {
+	if opts.Jobs < 1 {
+		opts.Jobs = 1
+	}
+	if opts.Stages == nil {
+		opts.Stages = Stages
+	}
+	return &Sweep{opts: opts, timeouts: map[string]time.Duration{}}
+}
+
+// Baseline builds and runs, unmutated, the test binaries of every stage of
+// ms, checks that they pass (a sweep over a failing tree would count every
+// mutant killed) and sets each package's timeout. It returns the sweep
+// and each package's baseline time.
+func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[string]time.Duration, error) {
+	s := NewSweep(opts)
+	opts = s.opts
+	took := map[string]time.Duration{}
+	var stages []Stage
+	seen := map[string]bool{}
+	for _, m := range ms {
+		for _, st := range opts.Stages(m) {
+			if !seen[st.Pkg] {
+				seen[st.Pkg] = true
+				stages = append(stages, st)
+			}
+		}
+	}
+	dir, err := os.MkdirTemp("", "mutate-baseline-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	for _, st := range stages {
+		bin := filepath.Join(dir, binName(st.Pkg))
+		if err := mutant.BuildTestFlags(ctx, opts.Root, st.Pkg, "", bin, "-vet=off", "-ldflags=-s -w"); err != nil {
+			return nil, nil, err
+		}
+		wd, err := scratch(opts.Root, st.Pkg)
+		if err != nil {
+			return nil, nil, err
+		}
+		start := time.Now()
+		res := mutant.RunTests(ctx, bin, wd, st.Run, true, s.runArgs(30*time.Minute)...)
+		took[st.Pkg] = time.Since(start)
+		os.RemoveAll(wd)
+		if failedRun(res) {
+			return nil, nil, fmt.Errorf("%s fails on the unmutated tree (%s): fix it before sweeping\n%s", st.Pkg, firstFailed(res), tail(res.Output, 30))
+		}
+		to := opts.Timeout
+		if to == 0 {
+			to = max(MinTimeout, 5*took[st.Pkg]).Round(time.Second)
+		}
+		s.timeouts[st.Pkg] = to
+	}
+	return s, took, nil
+}
+
+// Timeouts are the per-package timeouts the baseline set.
+func (s *Sweep) Timeouts() map[string]time.Duration { return s.timeouts }
+
+func (s *Sweep) runArgs(timeout time.Duration) []string {
+	args := []string{"-test.timeout=" + timeout.String()}
+	if s.opts.Skip != "" {
+		args = append(args, "-test.skip="+s.opts.Skip)
+	}
+	return args
+}
+
+// Run runs ms on opts.Jobs workers and returns their results in the order
+// of ms. A mutant whose ID is in equivalent (ID → reason) is not run,
+// unless recheck: then one that survives is equivalent, and one that is
+// killed is a wrong entry (Listed and killed).
+func (s *Sweep) Run(ctx context.Context, ms []Mutant, equivalent map[string]string, recheck bool) []Result {
+	out := make([]Result, len(ms))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	for w := 0; w < s.opts.Jobs; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				var r Result
+				reason, listed := equivalent[ms[i].ID]
+				switch {
+				case listed && !recheck:
+					r = newResult(ms[i])
+					r.Verdict, r.Detail = Equivalent, reason
+				default:
+					r = s.One(ctx, ms[i])
+				}
+				r.Listed = listed
+				if listed && r.Verdict == Survived {
+					r.Verdict, r.Detail = Equivalent, reason
+				}
+				mu.Lock()
+				out[i] = r
+				done++
+				if s.opts.Progress != nil {
+					s.opts.Progress(done, len(ms), r)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := range ms {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
+func newResult(m Mutant) Result {
+	return Result{Mutant: m, ID: m.ID, Op: m.Op, Pos: m.Pos(), Diff: m.Diff("")}
+}
+
+// One applies m through an overlay and runs its stages until one fails.
+func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
+	r = newResult(m)
+	start := time.Now()
+	defer func() { r.Seconds = time.Since(start).Seconds() }()
+	dir, err := os.MkdirTemp("", "mutate-")
+	if err != nil {
+		r.Verdict, r.Detail = Error, err.Error()
+		return r
+	}
+	defer os.RemoveAll(dir)
+	overlay, err := m.Mutant().Overlay(s.opts.Root, dir)
+	if err != nil {
+		r.Verdict, r.Detail = Error, err.Error()
+		return r
+	}
+	for _, st := range s.opts.Stages(m) {
+		bin := filepath.Join(dir, binName(st.Pkg))
+		t0 := time.Now()
+		err := mutant.BuildTestFlags(ctx, s.opts.Root, st.Pkg, overlay, bin, "-vet=off", "-ldflags=-s -w")
+		r.Steps = append(r.Steps, fmt.Sprintf("build %s %.1fs", st.Pkg, time.Since(t0).Seconds()))
+		if err != nil {
+			if ctx.Err() != nil {
+				r.Verdict, r.Detail = Error, "interrupted"
+				return r
+			}
+			r.Verdict, r.By, r.Detail = Invalid, st.Pkg, tail(err.Error(), 12)
+			return r
+		}
+		to := s.timeouts[st.Pkg]
+		if to == 0 {
+			to = max(MinTimeout, s.opts.Timeout)
+		}
+		// The binary stops itself at its -test.timeout; the context is the
+		// backstop for one that cannot (a hung process it started).
+		wd, err := scratch(s.opts.Root, st.Pkg)
+		if err != nil {
+			r.Verdict, r.Detail = Error, err.Error()
+			return r
+		}
+		rctx, cancel := context.WithTimeout(ctx, to+30*time.Second)
+		t0 = time.Now()
+		res := mutant.RunTests(rctx, bin, wd, st.Run, true, s.runArgs(to)...)
+		r.Steps = append(r.Steps, fmt.Sprintf("run %s %.1fs", st.Pkg, time.Since(t0).Seconds()))
+		expired := rctx.Err() != nil
+		cancel()
+		os.Remove(bin)
+		os.RemoveAll(wd)
+		switch {
+		case ctx.Err() != nil:
+			r.Verdict, r.Detail = Error, "interrupted"
+			return r
+		case expired || strings.Contains(res.Output, "panic: test timed out after"):
+			r.Verdict, r.By, r.Detail = TimedOut, fmt.Sprintf("%s (timeout %s)", st.Pkg, to), tail(res.Output, 20)
+			return r
+		case failedRun(res):
+			r.Verdict, r.By, r.Detail = Killed, st.Pkg+" "+firstFailed(res), failLines(res.Output)
+			return r
+		}
+	}
+	r.Verdict = Survived
+	return r
+}
+
+// ScratchDir is where test binaries run, relative to the module root.
+const ScratchDir = ".mutate"
+
+// scratch makes the directory a test binary of pkg runs in: a fresh
+// directory under <root>/.mutate linking every entry of pkg's directory but
+// its Go files, so that the tests find their testdata, while a mutant that
+// writes files where it should not (such as a relative diagnostics
+// directory) leaves them there and not in the source tree. It is inside the
+// module, so a test that runs the go command from it still finds go.mod;
+// the go command ignores directories starting with a dot.
+func scratch(root, pkg string) (string, error) {
+	base := filepath.Join(root, ScratchDir)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp(base, strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_")+"-")
+	if err != nil {
+		return "", err
+	}
+	src, err := filepath.Abs(filepath.Join(root, filepath.FromSlash(pkg)))
+	if err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".go") {
+			continue
+		}
+		if err := os.Symlink(filepath.Join(src, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
+
+// RemoveScratch removes <root>/.mutate if nothing is left in it.
+func RemoveScratch(root string) { os.Remove(filepath.Join(root, ScratchDir)) }
+
+// failedRun reports whether a test binary's run failed: a test failed, or
+// the binary exited in error (a panic, a fatal error) for a reason other
+// than a left-behind process holding its output open.
+func failedRun(res mutant.Result) bool {
+	return len(res.Failed) > 0 || (res.Err != nil && !errors.Is(res.Err, exec.ErrWaitDelay))
+}
+
+// firstFailed names the failed test, the most precise one: a parent's
+// "--- FAIL" line comes before its subtests'.
+func firstFailed(res mutant.Result) string {
+	for _, f := range res.Failed {
+		if strings.Contains(f, "/") {
+			return f
+		}
+	}
+	if len(res.Failed) > 0 {
+		return res.Failed[0]
+	}
+	for _, l := range strings.Split(res.Output, "\n") {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return "(" + strings.TrimSpace(l) + ")"
+		}
+	}
+	if res.Err != nil {
+		return "(" + res.Err.Error() + ")"
+	}
+	return "(failed)"
+}
+
+// failLines keeps the lines of a failing run that say why: testscript's
+// FAIL: line, test errors, panics; or else its tail.
+func failLines(out string) string {
+	var keep []string
+	for _, l := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "FAIL: ") || strings.HasPrefix(t, "panic: ") || strings.HasPrefix(t, "--- FAIL") ||
+			(strings.Contains(t, "_test.go:") && !strings.HasPrefix(t, "---")) {
+			keep = append(keep, t)
+		}
+		if len(keep) == 8 {
+			break
+		}
+	}
+	if len(keep) == 0 {
+		return tail(out, 12)
+	}
+	return strings.Join(keep, "\n")
+}
+
+func binName(pkg string) string {
+	return strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_") + ".test"
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Compiles builds m's package under its overlay without linking or
+// testing it, for checking operators cheaply (-compile); the error is the
+// compiler's.
+func Compiles(ctx context.Context, root string, m Mutant) error {
+	dir, err := os.MkdirTemp("", "mutate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	overlay, err := m.Mutant().Overlay(root, dir)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, mutant.GoCommand(), "build", "-overlay", overlay, "-o", os.DevNull, m.Pkg())
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v\n%s", err, b)
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package mutate
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const toyLib = `package lib
+
+// Clamp keeps n within [0, max].
+func Clamp(n, max int) int {
+	if n > max {
+		return max
+	}
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+// Spin returns at once unless stuck.
+func Spin(stuck bool) {
+	for stuck {
+	}
+}
+`
+
+const toyTest = `package lib
+
+import "testing"
+
+func TestClamp(t *testing.T) {
+	if Clamp(5, 3) != 3 {
+		t.Fatal("not clamped")
+	}
+	Spin(false)
+}
+`
+
+// A sweep over a toy module: a mutant the test sees is killed, one it does
+// not see survives, one that does not compile is invalid, one that hangs
+// times out, and a listed one is equivalent without running.
+func TestSweepVerdicts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds test binaries")
+	}
+	root := t.TempDir()
+	for p, s := range map[string]string{
+		"go.mod":          "module toy\n\ngo 1.22\n",
+		"lib/lib.go":      toyLib,
+		"lib/lib_test.go": toyTest,
+	} {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen, err := Generate(root, []string{"lib"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(op, orig string) Mutant {
+		for _, m := range gen {
+			if m.Op == op && strings.Contains(m.Edit.Original, orig) {
+				return m
+			}
+		}
+		t.Fatalf("no %s mutant of %q", op, orig)
+		return Mutant{}
+	}
+	killed := find(OpDropGuard, "if n > max {")
+	survivor := find(OpDropGuard, "if n < 0 {")
+	listed := find(OpNegate, "if n < 0 {")
+	invalid := killed
+	invalid.ID, invalid.Edit.Replacement = "lib/lib.go:Clamp:broken:0", "\tif n > {\n"
+	hang := killed
+	hang.ID, hang.Edit.Original, hang.Edit.Replacement, hang.Edit.Line = "lib/lib.go:Spin:hang:0", "\tfor stuck {\n", "\tfor !stuck {\n", 16
+	hang.Line = 16
+
+	opts := Options{Root: root, Jobs: 2, Timeout: 3 * time.Second,
+		Stages: func(m Mutant) []Stage { return []Stage{{m.Pkg(), "."}} }}
+	sw, _, err := Baseline(context.Background(), opts, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := []Mutant{killed, survivor, invalid, hang, listed}
+	rs := sw.Run(context.Background(), ms, map[string]string{listed.ID: "toy reason"}, false)
+	want := []Verdict{Killed, Survived, Invalid, TimedOut, Equivalent}
+	for i, r := range rs {
+		if r.Verdict != want[i] {
+			t.Errorf("%s: %s, want %s (by %s)\n%s", r.ID, r.Verdict, want[i], r.By, r.Detail)
+		}
+	}
+	if rs[0].By != "./lib TestClamp" {
+		t.Errorf("killed by %q", rs[0].By)
+	}
+	rep := NewReport(rs)
+	// killed 2 (one by timeout) of 5 − 1 equivalent − 1 invalid.
+	if rep.Score < 66.6 || rep.Score > 66.7 {
+		t.Errorf("score %.2f", rep.Score)
+	}
+	var b bytes.Buffer
+	rep.Print(&b)
+	for _, s := range []string{"survivors", survivor.ID, "- \tif n < 0 {", "+ \tif n < 0 && false {", "toy reason", "score 66.7%"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("the report lacks %q:\n%s", s, b.String())
+		}
+	}
+}
