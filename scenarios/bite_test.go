@@ -127,7 +127,7 @@ func biteOverlay(t *testing.T, m mutant.Mutant, scripts []string, claims []mutan
 		if err := mutant.BuildTest(ctx, moduleRoot, r.pkg, overlay, bin); err != nil {
 			t.Fatalf("%s does not build: %v", m.Name, err)
 		}
-		res := mutant.RunTests(ctx, bin, filepath.Join(moduleRoot, r.pkg), mutant.Pattern(r.tests), false)
+		res := mutant.RunTests(ctx, bin, filepath.Join(moduleRoot, r.pkg), mutant.Pattern(r.tests), false, overlay)
 		for _, test := range r.tests {
 			switch {
 			case slices.Contains(res.Failed, test):

@@ -53,6 +53,11 @@ func BuildTestFlags(ctx context.Context, root, pkg, overlay, out string, flags .
 	return nil
 }
 
+// OverlayEnv names the overlay file a mutant's test binaries run under, for
+// tests that build the codeboost binary themselves (internal/testbin): they
+// build it under the same overlay, so a real process carries the mutant too.
+const OverlayEnv = "CODEBOOST_TEST_OVERLAY"
+
 // Result is what one run of a test binary said about each test it ran.
 type Result struct {
 	Passed, Failed []string // test names as -test.v prints them
@@ -64,16 +69,17 @@ var verdict = regexp.MustCompile(`^\s*--- (PASS|FAIL|SKIP): (\S+)`)
 
 // RunTests runs a test binary in dir (its package's directory) with
 // -test.run pattern and records each test's verdict. failfast stops at the
-// first failure, which is all a sweep needs to count a mutant killed. Extra
+// first failure, which is all a sweep needs to count a mutant killed. The
+// overlay ("" for none) reaches the tests through OverlayEnv. Extra
 // arguments follow the defaults, so a later "-test.timeout" overrides 10m.
-func RunTests(ctx context.Context, bin, dir, pattern string, failfast bool, extra ...string) Result {
+func RunTests(ctx context.Context, bin, dir, pattern string, failfast bool, overlay string, extra ...string) Result {
 	args := []string{"-test.run", pattern, "-test.v", "-test.count=1", "-test.timeout=10m"}
 	if failfast {
 		args = append(args, "-test.failfast")
 	}
 	cmd := exec.CommandContext(ctx, bin, append(args, extra...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	cmd.Env = append(os.Environ(), "GOFLAGS=", OverlayEnv+"="+overlay)
 	// A process the tests started and left behind must not hold the output
 	// pipe open forever once the binary has exited or been cancelled.
 	cmd.WaitDelay = 10 * time.Second

@@ -127,7 +127,7 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 			return nil, nil, err
 		}
 		start := time.Now()
-		res := mutant.RunTests(ctx, bin, wd, st.Run, true, s.runArgs(30*time.Minute)...)
+		res := mutant.RunTests(ctx, bin, wd, st.Run, true, "", s.runArgs(30*time.Minute)...)
 		took[st.Pkg] = time.Since(start)
 		os.RemoveAll(wd)
 		if failedRun(res) {
@@ -245,7 +245,7 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 		}
 		rctx, cancel := context.WithTimeout(ctx, to+30*time.Second)
 		t0 = time.Now()
-		res := mutant.RunTests(rctx, bin, wd, st.Run, true, s.runArgs(to)...)
+		res := mutant.RunTests(rctx, bin, wd, st.Run, true, overlay, s.runArgs(to)...)
 		r.Steps = append(r.Steps, fmt.Sprintf("run %s %.1fs", st.Pkg, time.Since(t0).Seconds()))
 		expired := rctx.Err() != nil
 		cancel()

@@ -29,7 +29,14 @@ var build = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(d, "codeboost")
 	// go build finds its cache under HOME: call Codeboost before a test
 	// changes HOME, or the build starts from nothing.
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/codeboost/codeboost/cmd/codeboost").CombinedOutput(); err != nil {
+	// Under a mutant's test binaries (the bite test, the mutation sweep) the
+	// binary is built under the same overlay, so a real process carries the
+	// mutant too.
+	args := []string{"build", "-o", bin}
+	if overlay := os.Getenv("CODEBOOST_TEST_OVERLAY"); overlay != "" {
+		args = append(args, "-overlay", overlay)
+	}
+	if out, err := exec.Command("go", append(args, "github.com/codeboost/codeboost/cmd/codeboost")...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return bin, nil
