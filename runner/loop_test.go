@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,9 @@ func TestGoroutineLoopRunsEventsInOrder(t *testing.T) {
 		l.Post(func() { got = append(got, i) })
 	}
 	var n int
-	l.Call(context.Background(), func() { n = len(got) })
+	if err := l.Call(context.Background(), func() { n = len(got) }); err != nil {
+		t.Fatal(err)
+	}
 	if n != 100 {
 		t.Fatalf("Call ran before the posted events: %d", n)
 	}
@@ -40,7 +43,112 @@ func TestGoroutineLoopStopDropsLatePosts(t *testing.T) {
 	l := NewGoroutineLoop()
 	l.Stop()
 	l.Post(func() { t.Error("ran after Stop") })
-	l.Call(context.Background(), func() {}) // returns at once
+	if err := l.Call(context.Background(), func() { t.Error("Call ran after Stop") }); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Call after Stop: %v, want ErrStopped", err)
+	}
+}
+
+// TestGoroutineLoopFlood floods the production loop from many goroutines
+// while its events post to themselves, far past any buffer: a Post from
+// inside an event must never block, whatever the queue holds, and every
+// event runs exactly once. Run it under -race.
+//
+// kills: mutant/loop-post-blocks
+func TestGoroutineLoopFlood(t *testing.T) {
+	l := NewGoroutineLoop()
+	defer l.Stop()
+	const posters, perPoster, chain = 16, 500, 20
+	var ran atomic.Int64
+	var selfPost func(depth int)
+	selfPost = func(depth int) {
+		ran.Add(1)
+		if depth < chain {
+			// Posts from inside the event, several at once, while the
+			// queue is full of the other goroutines' events.
+			l.Post(func() { selfPost(depth + 1) })
+		}
+	}
+	var wg sync.WaitGroup
+	for p := 0; p < posters; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perPoster; i++ {
+				if i%50 == 0 {
+					// Calls from outside mix with the posts.
+					if err := l.Call(context.Background(), func() { ran.Add(1) }); err != nil {
+						t.Error(err)
+					}
+					continue
+				}
+				l.Post(func() { selfPost(1) })
+			}
+		}()
+	}
+	flooded := make(chan struct{})
+	go func() { wg.Wait(); close(flooded) }()
+	select {
+	case <-flooded:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the posters are still blocked after 30 s (%d events ran): a Post blocked", ran.Load())
+	}
+	want := int64(posters * (perPoster/50 + (perPoster-perPoster/50)*chain))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ran.Load() < want {
+		// A Call is queued behind everything posted so far; when it
+		// returns, the events before it have run.
+		if err := l.Call(ctx, func() {}); err != nil {
+			t.Fatalf("the flood did not drain (%d of %d events ran): %v", ran.Load(), want, err)
+		}
+	}
+	if got := ran.Load(); got != want {
+		t.Fatalf("%d events ran, want %d", got, want)
+	}
+}
+
+// TestGoroutineLoopCallFromInsidePanics: a Call from inside an event would
+// wait for itself; it is a programming error, caught at once.
+func TestGoroutineLoopCallFromInsidePanics(t *testing.T) {
+	l := NewGoroutineLoop()
+	defer l.Stop()
+	var recovered any
+	if err := l.Call(context.Background(), func() {
+		defer func() { recovered = recover() }()
+		l.Call(context.Background(), func() {})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if recovered == nil {
+		t.Fatal("Call from inside an event did not panic")
+	}
+}
+
+// TestGoroutineLoopCallContext: a Call whose context ends before its event
+// starts returns the context's error and its fn never runs; one that started
+// is waited for.
+func TestGoroutineLoopCallContext(t *testing.T) {
+	l := NewGoroutineLoop()
+	defer l.Stop()
+	block := make(chan struct{})
+	l.Post(func() { <-block }) // the loop is busy
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ranLate := make(chan struct{}, 1)
+	go func() { done <- l.Call(ctx, func() { ranLate <- struct{}{} }) }()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call with a cancelled context: %v", err)
+	}
+	close(block)
+	if err := l.Call(context.Background(), func() {}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ranLate:
+		t.Fatal("fn ran although its Call gave up first")
+	default:
+	}
 }
 
 // goD is a D whose callbacks arrive on goroutines of their own, as the real

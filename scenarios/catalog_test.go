@@ -55,3 +55,30 @@ func TestEveryFailpointIsUsed(t *testing.T) {
 		t.Errorf("failpoint %s is defined but no scenario uses it", n)
 	}
 }
+
+// TestHooksSayWhatTheyStandFor: a scenario that runs a command at a hook
+// acts between two statements of one event, where production delivers no
+// user action. Each says in an "# interleaving:" header line which
+// production interleaving the hook stands for, or that none exists and the
+// guard it exercises is defence in depth (sim.Loop.Interleave).
+func TestHooksSayWhatTheyStandFor(t *testing.T) {
+	for _, sf := range scenarioFiles(t) {
+		b, err := os.ReadFile(sf.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		usesHook, says := false, false
+		for _, line := range strings.Split(string(b), "\n") {
+			l := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "!"))
+			if strings.HasPrefix(l, "at ") {
+				usesHook = true
+			}
+			if strings.HasPrefix(line, "# interleaving: ") && len(strings.TrimSpace(strings.TrimPrefix(line, "# interleaving:"))) > 20 {
+				says = true
+			}
+		}
+		if usesHook && !says {
+			t.Errorf("%s runs a command at a hook but has no '# interleaving:' line saying which production interleaving it stands for", sf.name)
+		}
+	}
+}
