@@ -15,20 +15,8 @@ package dadapter
 import (
 	"context"
 	"time"
-)
 
-// StopReason is D's stop reason. D keeps the first one it receives: a timeout
-// already taken stays the stop reason after Cancel("shutdown").
-type StopReason string
-
-// D's stop reasons.
-const (
-	StopNone           StopReason = ""
-	StopCancelled      StopReason = "cancelled"
-	StopShutdown       StopReason = "shutdown"
-	StopTimeout        StopReason = "timeout"
-	StopOutputLimit    StopReason = "output-limit"
-	StopCaptureFailure StopReason = "capture-failure"
+	"github.com/codeboost/codeboost/words"
 )
 
 // InvocationContext is the captured context sent with an invocation; D's
@@ -63,7 +51,7 @@ type Resource struct {
 // Settlement is what Settled delivers once the container and its output
 // capture have stopped.
 type Settlement struct {
-	StopReason StopReason // empty when the agent exited on its own
+	StopReason words.StopReason // empty when the agent exited on its own
 	ExitCode   int
 	Output     []byte // bounded
 	Diagnostic string // bounded; D's own words for a stop or failure
@@ -78,7 +66,7 @@ type Handle interface {
 	OnSettled(fn func(Settlement))
 	// Cancel asks D to stop with reason. It does not wait, and a second
 	// Cancel does not replace D's first stop reason.
-	Cancel(reason StopReason)
+	Cancel(reason words.StopReason)
 }
 
 // StorageOwner labels task storage: the runner, the attempt and the

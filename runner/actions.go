@@ -72,7 +72,7 @@ func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp 
 				if a, err := tx.Attempt(r.AttemptID); err == nil && reason == "" {
 					reason = a.FirstReason // recorded earlier in this same action
 				}
-				return store.Response{Outcome: "already-stopping", AttemptID: r.AttemptID, Message: "A stop was already requested: " + reason}, nil
+				return store.Response{Outcome: "already-stopping", AttemptID: r.AttemptID, Message: "A stop was already requested: " + string(reason)}, nil
 			}
 			return store.Response{Outcome: "stopping", AttemptID: r.AttemptID, Message: words.LabelStopping}, nil
 		})

@@ -20,9 +20,9 @@ type job struct {
 	kind      string
 	writable  bool
 
-	firstReason string // the first stop reason; later reasons never replace it
-	staleCause  string // for first reason stale
-	reasonSaved bool   // false while the first-reason write has failed
+	firstReason words.Reason // the first stop reason; later reasons never replace it
+	staleCause  string       // for first reason stale
+	reasonSaved bool         // false while the first-reason write has failed
 
 	// preparation
 	prepCancel    context.CancelFunc       // aborts the in-flight preparation step; nil when none

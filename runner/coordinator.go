@@ -177,8 +177,8 @@ func (c *Coordinator) attemptDir(attemptID string) string {
 // recovery reconciles the row.
 type marker struct {
 	attemptID   string
-	reason      string // one of the four words of messages.md
-	firstReason string // kept in memory when the write that would hold it failed
+	reason      string       // one of the four words of messages.md
+	firstReason words.Reason // kept in memory when the write that would hold it failed
 }
 
 // snapshot is the immutable view of in-memory facts that Status reads.
@@ -192,7 +192,7 @@ type snapshot struct {
 
 type taskFacts struct {
 	attemptID     string
-	stopReason    string // first reason held in memory
+	stopReason    words.Reason // first reason held in memory
 	stopSaved     bool
 	unresolved    string // marker reason
 	markerAttempt string

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -12,15 +11,15 @@ import (
 // fills it from the job and D's settlement; startup recovery fills it from a
 // row whose process died before D settled.
 type terminalFacts struct {
-	firstReason  string // "" for none
-	staleCause   string // the recorded cause, with first reason stale
-	presentCause string // what changed since the context was captured; "" while it is current
+	firstReason  words.Reason // "" for none
+	staleCause   string       // the recorded cause, with first reason stale
+	presentCause string       // what changed since the context was captured; "" while it is current
 
 	// settled is true at settlement. At recovery it is false: D's result
 	// died with the process; of D's facts only the row's saved stop reason
 	// remains, and the two deadlines below stand in for the rest.
 	settled        bool
-	stopReason     dadapter.StopReason // D's; at recovery, the row's saved stop_reason
+	stopReason     words.StopReason // D's; at recovery, the row's saved stop_reason
 	exitCode       int
 	outputValid    bool   // the output passes validation
 	diagnostic     string // D's bounded diagnostic
@@ -35,8 +34,8 @@ type terminalFacts struct {
 // publish (completed, if the compare-and-swap succeeds).
 type outcome struct {
 	publish       bool
-	state         string
-	firstReason   string // the first reason the terminal write records
+	state         words.State
+	firstReason   words.Reason // the first reason the terminal write records
 	diagnostic    string
 	staleCause    string
 	diagnosticRef string // partial-output file, set by the export
@@ -50,7 +49,7 @@ type outcome struct {
 // at recovery) branches on f.settled.
 func decideTerminal(f terminalFacts) outcome {
 	first := f.firstReason
-	dOwn := stoppedByD(f.stopReason)
+	dOwn := f.stopReason.ByD() // D stopped it itself
 	switch {
 	case first == words.ReasonShutdown && dOwn:
 		// D stopped first: its reason wins, not requeued. A failed row
@@ -76,17 +75,17 @@ func decideTerminal(f terminalFacts) outcome {
 		return failedByD(f)
 	case !f.settled:
 		return outcome{state: words.Failed, diagnostic: words.Interrupted}
-	case f.stopReason == dadapter.StopNone && f.exitCode == 0 && f.outputValid:
+	case f.stopReason == words.StopNone && f.exitCode == 0 && f.outputValid:
 		return outcome{publish: true, state: words.Completed}
 	}
 	summary := fmt.Sprintf("exit code %d", f.exitCode)
 	switch {
-	case f.stopReason != dadapter.StopNone:
+	case f.stopReason != words.StopNone:
 		summary = "D stopped the invocation: " + string(f.stopReason)
 	case f.exitCode == 0:
 		summary = "output did not pass validation"
 	}
-	if tail := strings.TrimSpace(f.output); tail != "" && f.stopReason == dadapter.StopNone {
+	if tail := strings.TrimSpace(f.output); tail != "" && f.stopReason == words.StopNone {
 		if len(tail) > 512 {
 			tail = "…" + tail[len(tail)-512:]
 		}
@@ -95,17 +94,10 @@ func decideTerminal(f terminalFacts) outcome {
 	return outcome{state: words.Failed, diagnostic: summary}
 }
 
-// stoppedByD reports whether D ended the invocation for a reason of its
-// own. D keeps the first reason it received, so such a reason alongside
-// first reason shutdown proves D stopped before the shutdown reached it.
-func stoppedByD(r dadapter.StopReason) bool {
-	return r == dadapter.StopTimeout || r == dadapter.StopOutputLimit || r == dadapter.StopCaptureFailure
-}
-
 // failedByD is failed with D's reason: "Timed out after n minutes", or D's
 // bounded diagnostic (recovery has none saved: the reason itself).
 func failedByD(f terminalFacts) outcome {
-	if f.stopReason == dadapter.StopTimeout {
+	if f.stopReason == words.StopTimeout {
 		return outcome{state: words.Failed, diagnostic: words.TimedOutAfter(f.timeoutMinutes)}
 	}
 	d := f.diagnostic

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -15,22 +14,22 @@ const (
 
 // settledFacts are a settlement's facts: D ended with exit 0 and valid
 // output unless a row says otherwise; the attempt has a 30-minute timeout.
-func settledFacts(first, stop string) terminalFacts {
-	f := terminalFacts{firstReason: first, settled: true, stopReason: dadapter.StopReason(stop),
+func settledFacts(first words.Reason, stop words.StopReason) terminalFacts {
+	f := terminalFacts{firstReason: first, settled: true, stopReason: stop,
 		outputValid: true, output: `{"ok":true}`, timeoutMinutes: 30}
 	if first == words.ReasonStale {
 		f.staleCause = recordedCause
 	}
 	if stop != "" {
-		f.diagnostic = "D: " + stop
+		f.diagnostic = "D: " + string(stop)
 	}
 	return f
 }
 
 // recoveredFacts are a recovered row's facts: the process died before D
 // settled; stop is the row's saved stop_reason.
-func recoveredFacts(first, stop string) terminalFacts {
-	f := terminalFacts{firstReason: first, stopReason: dadapter.StopReason(stop), timeoutMinutes: 30}
+func recoveredFacts(first words.Reason, stop words.StopReason) terminalFacts {
+	f := terminalFacts{firstReason: first, stopReason: stop, timeoutMinutes: 30}
 	if first == words.ReasonStale {
 		f.staleCause = recordedCause
 	}
@@ -73,7 +72,7 @@ func TestDecideTerminal(t *testing.T) {
 		{"shutdown, D output-limit: D's diagnostic", settledFacts(words.ReasonShutdown, words.StopOutputLimit),
 			outcome{state: words.Failed, firstReason: words.ReasonShutdown, diagnostic: "D: output-limit"}},
 		{"shutdown, D capture-failure without a diagnostic", with(settledFacts(words.ReasonShutdown, words.StopCaptureFailure), func(f *terminalFacts) { f.diagnostic = "" }),
-			outcome{state: words.Failed, firstReason: words.ReasonShutdown, diagnostic: words.StopCaptureFailure}},
+			outcome{state: words.Failed, firstReason: words.ReasonShutdown, diagnostic: string(words.StopCaptureFailure)}},
 		{"shutdown, D timeout, context changed: failed needs a current context", with(settledFacts(words.ReasonShutdown, words.StopTimeout), notCurrent), shutdownStale},
 		{"shutdown, D shutdown", settledFacts(words.ReasonShutdown, words.StopShutdown), stoppedByShutdown},
 		{"shutdown, D cancelled", settledFacts(words.ReasonShutdown, words.StopCancelled), stoppedByShutdown},
@@ -111,9 +110,9 @@ func TestDecideTerminal(t *testing.T) {
 		{"recovered shutdown, saved timeout: D's reason wins", recoveredFacts(words.ReasonShutdown, words.StopTimeout),
 			outcome{state: words.Failed, firstReason: words.ReasonShutdown, diagnostic: timedOut30}},
 		{"recovered shutdown, saved output-limit", recoveredFacts(words.ReasonShutdown, words.StopOutputLimit),
-			outcome{state: words.Failed, firstReason: words.ReasonShutdown, diagnostic: words.StopOutputLimit}},
+			outcome{state: words.Failed, firstReason: words.ReasonShutdown, diagnostic: string(words.StopOutputLimit)}},
 		{"recovered shutdown, saved capture-failure", recoveredFacts(words.ReasonShutdown, words.StopCaptureFailure),
-			outcome{state: words.Failed, firstReason: words.ReasonShutdown, diagnostic: words.StopCaptureFailure}},
+			outcome{state: words.Failed, firstReason: words.ReasonShutdown, diagnostic: string(words.StopCaptureFailure)}},
 		{"recovered shutdown, saved timeout, context changed", with(recoveredFacts(words.ReasonShutdown, words.StopTimeout), notCurrent), shutdownStale},
 		{"recovered shutdown, no saved stop reason: D's reason was lost", recoveredFacts(words.ReasonShutdown, ""), stoppedByShutdown},
 		{"recovered time-limit", recoveredFacts(words.ReasonTimeLimit, ""), timeLimit},
@@ -140,8 +139,8 @@ func TestDecideTerminal(t *testing.T) {
 // whether D settled or the process died first.
 func TestDecideTerminalSameAtSettlementAndRecovery(t *testing.T) {
 	n := 0
-	for _, first := range []string{"", words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit} {
-		for _, stop := range []string{"", words.StopCancelled, words.StopShutdown, words.StopTimeout, words.StopOutputLimit, words.StopCaptureFailure} {
+	for _, first := range []words.Reason{"", words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit} {
+		for _, stop := range []words.StopReason{"", words.StopCancelled, words.StopShutdown, words.StopTimeout, words.StopOutputLimit, words.StopCaptureFailure} {
 			for _, cause := range []string{"", presentCause} {
 				if first == "" && cause == "" {
 					continue // neither decides: D's result or the fallbacks do

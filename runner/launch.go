@@ -278,7 +278,7 @@ func (c *Coordinator) launch(j *job) {
 	default:
 		c.trace("pending → running failed %s: %v", j.attemptID, err)
 		j.startNotSaved = true
-		h.Cancel(dadapter.StopCaptureFailure)
+		h.Cancel(words.StopCaptureFailure)
 	}
 }
 
@@ -301,7 +301,7 @@ func (c *Coordinator) read(j *job) (a store.Attempt, task store.Task, present st
 // endWithoutHandle ends an attempt that never got a handle, in the order of
 // the "Launch" table: remove only the host-side files, write the terminal
 // state, then remove any task storage, then free the slot.
-func (c *Coordinator) endWithoutHandle(j *job, state, diag string) {
+func (c *Coordinator) endWithoutHandle(j *job, state words.State, diag string) {
 	if j.ending {
 		return // a stop between steps already ended it (for example from a hook right before the launch check)
 	}
@@ -333,7 +333,7 @@ func (c *Coordinator) removeHostFiles(j *job, next func()) {
 	})
 }
 
-func terminalForReason(reason string) string {
+func terminalForReason(reason words.Reason) words.State {
 	switch reason {
 	case words.ReasonStale:
 		return words.Stale
@@ -345,7 +345,7 @@ func terminalForReason(reason string) string {
 
 // reasonDiagnostic is rule 2's diagnostic for a first reason, so that a row
 // that ends without a handle says why, as a settled one does.
-func reasonDiagnostic(reason, staleCause string) string {
+func reasonDiagnostic(reason words.Reason, staleCause string) string {
 	switch reason {
 	case words.ReasonCancelled:
 		return words.CancelledByUser
@@ -361,12 +361,12 @@ func reasonDiagnostic(reason, staleCause string) string {
 
 // dReason maps F's first reason to the D stop reason passed to Cancel. D has
 // no stale value: F passes cancelled and keeps the real cause itself.
-func dReason(reason string) dadapter.StopReason {
+func dReason(reason words.Reason) words.StopReason {
 	switch reason {
 	case words.ReasonShutdown:
-		return dadapter.StopShutdown
+		return words.StopShutdown
 	case words.ReasonTimeLimit:
-		return dadapter.StopTimeout
+		return words.StopTimeout
 	}
-	return dadapter.StopCancelled
+	return words.StopCancelled
 }

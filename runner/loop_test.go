@@ -180,7 +180,7 @@ func (h *goHandle) OnSettled(fn func(dadapter.Settlement)) {
 	}
 }
 
-func (h *goHandle) Cancel(r dadapter.StopReason) {
+func (h *goHandle) Cancel(r words.StopReason) {
 	go h.settle(dadapter.Settlement{StopReason: r, ExitCode: 137})
 }
 
@@ -295,7 +295,7 @@ func TestProductionWiringUnderRace(t *testing.T) {
 	if c.SlotsUsed() != 0 {
 		t.Fatalf("%d slots still held", c.SlotsUsed())
 	}
-	want := []string{words.Cancelled, words.Cancelled, words.Completed, words.Completed}
+	want := []words.State{words.Cancelled, words.Cancelled, words.Completed, words.Completed}
 	for i, key := range keys {
 		as, _ := st.Attempts(key)
 		if len(as) != 1 || as[0].State != want[i] {

@@ -280,7 +280,7 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 			if err := tx.FinishRead(a, task, present, term); err != nil {
 				return fmt.Errorf("finalizing attempt %s: %w", a.ID, err)
 			}
-			finalized = append(finalized, a.ID+" "+term.State)
+			finalized = append(finalized, a.ID+" "+string(term.State))
 		}
 		// Step 5 (feedback-event rule 2), in this same transaction: every
 		// confirmed merged merge attempt whose task lacks its merged status
@@ -391,7 +391,7 @@ func recoveredTerminal(a store.Attempt, task store.Task, present store.Context, 
 		firstReason:    a.FirstReason,
 		staleCause:     a.StaleCause,
 		presentCause:   store.StaleCause(a.Context, present),
-		stopReason:     dadapter.StopReason(a.StopReason),
+		stopReason:     a.StopReason,
 		timeoutMinutes: int(a.Deadline.Sub(a.CreatedAt).Minutes()),
 		budgetPassed:   task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline),
 		deadlinePassed: !now.Before(a.Deadline),

@@ -122,7 +122,7 @@ func (c *Coordinator) publishNow(j *job, commit string) {
 		c.finishAfterSettle(j, o)
 		return
 	}
-	var state string
+	var state words.State
 	err := c.deps.Capability.Update(func(tx *store.Tx) (err error) {
 		if j.finding != "" {
 			if err := tx.RecordSafetyFinding(j.attemptID, j.finding); err != nil {
@@ -192,7 +192,7 @@ func (c *Coordinator) writeTerminal(j *job, o outcome, next func()) {
 		term.StaleCause = j.staleCause
 	}
 	if s := j.settled; s != nil {
-		term.StopReason = string(s.StopReason)
+		term.StopReason = s.StopReason
 		exit := s.ExitCode
 		term.ExitCode = &exit
 		if len(s.Unreleased) > 0 {
@@ -221,7 +221,7 @@ func (c *Coordinator) writeTerminal(j *job, o outcome, next func()) {
 }
 
 // afterTerminal releases what outlives the terminal write, in order.
-func (c *Coordinator) afterTerminal(j *job, state string) {
+func (c *Coordinator) afterTerminal(j *job, state words.State) {
 	if j.handle == nil {
 		c.release(j)
 		return

@@ -11,7 +11,7 @@ import (
 // first reason and whether its write was saved.
 type StopRequested struct {
 	AttemptID string
-	Reason    string
+	Reason    words.Reason
 	Saved     bool
 }
 

@@ -20,7 +20,7 @@ import (
 // its commit: a rolled-back action drops the stop. If the reason write itself
 // throws, the stop applies at once, shown as not saved. It reports whether
 // this stop became the first reason (false: an earlier reason wins).
-func (c *Coordinator) stop(j *job, reason, staleCause string, tx *store.Tx) bool {
+func (c *Coordinator) stop(j *job, reason words.Reason, staleCause string, tx *store.Tx) bool {
 	if j.firstReason != "" {
 		return false // the first reason wins, in memory
 	}
@@ -61,7 +61,7 @@ func (c *Coordinator) stop(j *job, reason, staleCause string, tx *store.Tx) bool
 // during storage allocation) there is nowhere to leave it.
 const stopHintName = "stop-requested"
 
-func (c *Coordinator) noteUnsavedStop(j *job, reason string) {
+func (c *Coordinator) noteUnsavedStop(j *job, reason words.Reason) {
 	p := filepath.Join(c.attemptDir(j.attemptID), stopHintName)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -70,13 +70,13 @@ func (c *Coordinator) noteUnsavedStop(j *job, reason string) {
 		}
 		return
 	}
-	f.WriteString(reason + "\n")
+	f.WriteString(string(reason) + "\n")
 	f.Close()
 }
 
 // applyStop is the in-memory effect of a stop: the job's first reason, then
 // abort preparation or cancel D with the matching reason.
-func (c *Coordinator) applyStop(j *job, reason, staleCause string, saved bool) {
+func (c *Coordinator) applyStop(j *job, reason words.Reason, staleCause string, saved bool) {
 	if c.jobs[j.planKey] != j {
 		return // the job ended meanwhile
 	}

@@ -163,7 +163,7 @@ func runOracle(t *testing.T, cases []settleCase) (mismatches []string) {
 				if c.first == "stale" {
 					cause = "plan revision 2 replaced 1"
 				}
-				if err := tx.RecordFirstReason(attemptID, c.first, cause); err != nil {
+				if err := tx.RecordFirstReason(attemptID, words.Reason(c.first), cause); err != nil {
 					return err
 				}
 			}
@@ -182,7 +182,7 @@ func runOracle(t *testing.T, cases []settleCase) (mismatches []string) {
 				t.Fatalf("%v: raw: %v", c, err)
 			}
 		}
-		s := dadapter.Settlement{StopReason: dadapter.StopReason(c.stop)}
+		s := dadapter.Settlement{StopReason: words.StopReason(c.stop)}
 		switch c.result {
 		case "valid":
 			s.Output = []byte(`{"ok":true}`)
@@ -203,7 +203,7 @@ func runOracle(t *testing.T, cases []settleCase) (mismatches []string) {
 			t.Fatal(err)
 		}
 		task, _ := w.Store.Task(key)
-		got := want{state: a.State, diag: a.Diagnostic, task: task.Status}
+		got := want{state: string(a.State), diag: a.Diagnostic, task: string(task.Status)}
 		if exp := oracle(c); got != exp {
 			mismatches = append(mismatches, fmt.Sprintf("%v:\n  got  %+v\n  want %+v", c, got, exp))
 		}

@@ -42,7 +42,7 @@ func (e *env) wantAdmitRefused(r store.AdmitRequest, code string) {
 
 func TestAdmitTaskStatus(t *testing.T) {
 	for _, status := range words.TaskStatuses {
-		t.Run(status, func(t *testing.T) {
+		t.Run(string(status), func(t *testing.T) {
 			e := newEnv(t)
 			key := e.newTask(status)
 			r := e.admitReq(key, words.KindPlanning)

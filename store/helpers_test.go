@@ -108,7 +108,7 @@ func (e *env) rawString(q string, args ...any) string {
 
 // newTask creates a plan and its task with the given status ("" = queued)
 // and returns its plan key.
-func (e *env) newTask(status string) string {
+func (e *env) newTask(status words.TaskStatus) string {
 	e.t.Helper()
 	e.tasks++
 	id := store.Identity{RepositoryID: "repo", TaskID: "task" + strconv.Itoa(e.tasks), PlanID: "plan"}
@@ -176,8 +176,8 @@ func (e *env) update(fn func(*store.Tx) error) {
 	}
 }
 
-func (e *env) publish(attemptID string, result []byte, commit string) (string, error) {
-	var state string
+func (e *env) publish(attemptID string, result []byte, commit string) (words.State, error) {
+	var state words.State
 	err := e.s.Update(func(tx *store.Tx) error {
 		var err error
 		state, err = tx.Publish(attemptID, result, commit, 0)

@@ -66,7 +66,7 @@ func TestMigrateV5Backfill(t *testing.T) {
 	}
 	now := clock.Now().UnixMilli()
 	type row struct {
-		status                          string
+		status                          words.TaskStatus
 		requeue                         int64
 		rebase, budget, cancel, current sql.NullString
 		sv, gen                         int64

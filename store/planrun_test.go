@@ -46,7 +46,7 @@ func (e *env) resumePlan(key string) (store.PlanStart, error) {
 }
 
 // executeItem admits, runs and ends an execute attempt for item in state.
-func (e *env) executeItem(key string, item int, state string) store.Attempt {
+func (e *env) executeItem(key string, item int, state words.State) store.Attempt {
 	e.t.Helper()
 	r := e.admitReq(key, words.KindExecute)
 	r.Item = &item

@@ -37,7 +37,7 @@ type actionIDs struct{ src *ids.Seeded }
 func newActionIDs() actionIDs    { return actionIDs{ids.NewSeeded(42)} }
 func (a actionIDs) next() string { return a.src.UUID() }
 
-func mustCreate(t *testing.T, s *Store, id Identity, status string, items ...string) string {
+func mustCreate(t *testing.T, s *Store, id Identity, status words.TaskStatus, items ...string) string {
 	t.Helper()
 	if err := s.Update(func(tx *Tx) error {
 		return tx.CreateTask(NewTask{Identity: id, SnapshotID: "snap-1", Items: items, Status: status})

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/codeboost/codeboost/words"
 )
 
 // Context is an attempt's captured context (the contract's "Captured
@@ -48,7 +50,7 @@ func StaleCause(captured, present Context) string {
 // Task is a tasks row.
 type Task struct {
 	PlanKey            string
-	Status             string
+	Status             words.TaskStatus
 	RequeuePending     bool
 	RebaseInProgress   string     // "" when none
 	BudgetDeadline     *time.Time // nil: the budget has not started, never expired
@@ -69,12 +71,12 @@ type Attempt struct {
 	Kind                 string
 	Phase                string
 	Item                 *int
-	State                string
+	State                words.State
 	Context              Context
 	Deadline             time.Time
-	FirstReason          string // "" when none
+	FirstReason          words.Reason // "" when none
 	StaleCause           string
-	StopReason           string
+	StopReason           words.StopReason
 	ExitCode             *int
 	Result               []byte
 	Diagnostic           string
@@ -134,7 +136,7 @@ func scanAttempt(row interface{ Scan(...any) error }) (Attempt, error) {
 	a.Item = intPtr(item)
 	a.ExitCode = intPtr(exit)
 	a.PreparationPGID = intPtr(pgid)
-	a.FirstReason, a.StaleCause, a.StopReason = first.String, cause.String, stop.String
+	a.FirstReason, a.StaleCause, a.StopReason = words.Reason(first.String), cause.String, words.StopReason(stop.String)
 	a.Diagnostic, a.DiagnosticRef, a.SafetyFinding, a.Unreleased = diag.String, ref.String, finding.String, unrel.String
 	a.PreparationIdentity, a.AllocationID, a.MetadataBaseline, a.StorageBase = ident.String, alloc.String, baseline.String, base.String
 	a.Deadline, a.CreatedAt = time.UnixMilli(deadline).UTC(), time.UnixMilli(created).UTC()
@@ -158,7 +160,7 @@ func intPtr(v sql.NullInt64) *int {
 	return &i
 }
 
-func nullStr(s string) any {
+func nullStr[T ~string](s T) any {
 	if s == "" {
 		return nil
 	}

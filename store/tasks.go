@@ -34,8 +34,8 @@ func (id Identity) check() error {
 type NewTask struct {
 	Identity   Identity
 	SnapshotID string
-	Items      []string // plan item titles at revision 1
-	Status     string   // queued or in review; defaults to queued
+	Items      []string         // plan item titles at revision 1
+	Status     words.TaskStatus // queued or in review; defaults to queued
 }
 
 // CreateTask writes a plan at revision 1 and its task.
@@ -68,7 +68,7 @@ func (t *Tx) CreateTask(n NewTask) error {
 	return err
 }
 
-func knownStatus(s string) bool {
+func knownStatus(s words.TaskStatus) bool {
 	for _, k := range words.TaskStatuses {
 		if k == s {
 			return true
@@ -105,7 +105,7 @@ func (t *Tx) activeAttempt(planKey string) (string, error) {
 // SetTaskStatus moves a task to another status by its own explicit action.
 // A closed status never changes; while an attempt is active the task's status
 // changes only in that attempt's terminal write, so this is refused.
-func (t *Tx) SetTaskStatus(planKey, status string) error {
+func (t *Tx) SetTaskStatus(planKey string, status words.TaskStatus) error {
 	if !knownStatus(status) {
 		return refuse(CodeBadInput, "unknown task status %q", status)
 	}

@@ -9,14 +9,14 @@ import (
 
 // Guard holds what the legal-transitions table looks at for one change.
 type Guard struct {
-	From, To        string
-	CurrentAttempt  bool   // the attempt is the task's current attempt
-	FirstReason     string // the first reason the write carries ("" for none)
-	ContextCurrent  bool   // the captured context still matches the present
-	StopReason      string // D's stop reason, for running → failed
-	TaskRunning     bool   // tasks.status is running
-	CancelRequested bool   // tasks.cancel_requested is set
-	CompletionGuard bool   // running → cancelled because the task left running
+	From, To        words.State
+	CurrentAttempt  bool             // the attempt is the task's current attempt
+	FirstReason     words.Reason     // the first reason the write carries ("" for none)
+	ContextCurrent  bool             // the captured context still matches the present
+	StopReason      words.StopReason // D's stop reason, for running → failed
+	TaskRunning     bool             // tasks.status is running
+	CancelRequested bool             // tasks.cancel_requested is set
+	CompletionGuard bool             // running → cancelled because the task left running
 }
 
 // Legal applies the contract's "Legal transitions" table. Any change not in
@@ -80,11 +80,11 @@ func Legal(g Guard) error {
 			if !g.ContextCurrent {
 				return bad("the captured context is not current (the row takes stale)")
 			}
-			dStopped := g.StopReason == words.StopTimeout || g.StopReason == words.StopOutputLimit || g.StopReason == words.StopCaptureFailure
+			dStopped := g.StopReason.ByD()
 			if g.FirstReason == "" || (g.FirstReason == words.ReasonShutdown && dStopped) {
 				return nil
 			}
-			return bad("first reason " + g.FirstReason + " decides the terminal state")
+			return bad("first reason " + string(g.FirstReason) + " decides the terminal state")
 		case words.Cancelled:
 			// The completion guard stands in for running → completed when
 			// only the task's status failed: with no first reason and a
@@ -98,7 +98,7 @@ func Legal(g Guard) error {
 			// makes the row take stale; with first reason shutdown and D's
 			// own stop reason that row would be failed, so stale is legal
 			// there too (the stale row's own guard does not list it).
-			dStopped := g.StopReason == words.StopTimeout || g.StopReason == words.StopOutputLimit || g.StopReason == words.StopCaptureFailure
+			dStopped := g.StopReason.ByD()
 			if !staleOK && !(g.FirstReason == words.ReasonShutdown && dStopped && !g.ContextCurrent) {
 				return bad("needs first reason stale, or none with a context that is no longer current")
 			}
@@ -109,7 +109,7 @@ func Legal(g Guard) error {
 }
 
 // guardFor reads what Legal needs for attempt a moving to state to.
-func (t *Tx) guardFor(a Attempt, to, firstReason string) (Guard, Task, Context, error) {
+func (t *Tx) guardFor(a Attempt, to words.State, firstReason words.Reason) (Guard, Task, Context, error) {
 	task, err := t.Task(a.PlanKey)
 	if err != nil {
 		return Guard{}, task, Context{}, err
@@ -121,7 +121,7 @@ func (t *Tx) guardFor(a Attempt, to, firstReason string) (Guard, Task, Context, 
 	return guard(a, task, present, to, firstReason), task, present, nil
 }
 
-func guard(a Attempt, task Task, present Context, to, firstReason string) Guard {
+func guard(a Attempt, task Task, present Context, to words.State, firstReason words.Reason) Guard {
 	return Guard{
 		From:            a.State,
 		To:              to,
@@ -136,7 +136,7 @@ func guard(a Attempt, task Task, present Context, to, firstReason string) Guard 
 // RecordFirstReason makes a stop durable: same attempt, state unchanged,
 // first reason null → set. The state version increases so a poll shows
 // "Stopping". A second stop changes nothing and is refused.
-func (t *Tx) RecordFirstReason(attemptID, reason, staleCause string) error {
+func (t *Tx) RecordFirstReason(attemptID string, reason words.Reason, staleCause string) error {
 	if err := t.s.fp.Err("store/first-reason-write"); err != nil {
 		return err
 	}
@@ -195,10 +195,10 @@ func (t *Tx) MarkRunning(attemptID string) error {
 
 // Terminal is an attempt's terminal write.
 type Terminal struct {
-	State           string // failed, cancelled or stale (completed only through Publish)
-	FirstReason     string // the job's first reason, from memory; "" for none
-	StaleCause      string // for stale
-	StopReason      string // D's stop reason, saved with the terminal write
+	State           words.State      // failed, cancelled or stale (completed only through Publish)
+	FirstReason     words.Reason     // the job's first reason, from memory; "" for none
+	StaleCause      string           // for stale
+	StopReason      words.StopReason // D's stop reason, saved with the terminal write
 	ExitCode        *int
 	Diagnostic      string // bounded on write
 	DiagnosticRef   string // partial-output file name, or ""
@@ -287,7 +287,7 @@ func (t *Tx) finish(a Attempt, task Task, present Context, term Terminal) error 
 
 // terminalTaskEffects is the only place a task's status changes while it has
 // an active attempt.
-func (t *Tx) terminalTaskEffects(task Task, firstReason string, finding bool) error {
+func (t *Tx) terminalTaskEffects(task Task, firstReason words.Reason, finding bool) error {
 	if words.Closed(task.Status) {
 		return nil
 	}
@@ -321,7 +321,7 @@ const MaxResult = 1 << 20
 // generation after the guard ran). When the only failing guard is the task's
 // status, the completion guard ends the row cancelled instead. It returns the
 // state written, or a refusal for the caller to reread and settle.
-func (t *Tx) Publish(attemptID string, result []byte, commit string, exitCode int) (string, error) {
+func (t *Tx) Publish(attemptID string, result []byte, commit string, exitCode int) (words.State, error) {
 	if len(result) > MaxResult {
 		return "", refuse(CodeBadInput, "result is %d bytes, over the 1 MiB limit", len(result))
 	}

@@ -23,9 +23,9 @@ import (
 // The oracle.
 
 var (
-	allStates    = []string{"", words.Pending, words.Running, words.Completed, words.Failed, words.Cancelled, words.Stale}
-	allReasons   = []string{"", words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit}
-	allStops     = []string{"", words.StopTimeout, words.StopOutputLimit, words.StopCaptureFailure, words.StopCancelled}
+	allStates    = []words.State{"", words.Pending, words.Running, words.Completed, words.Failed, words.Cancelled, words.Stale}
+	allReasons   = []words.Reason{"", words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit}
+	allStops     = []words.StopReason{"", words.StopTimeout, words.StopOutputLimit, words.StopCaptureFailure, words.StopCancelled}
 	allBools     = []bool{false, true}
 	guardFields  = []string{"CurrentAttempt", "FirstReason", "ContextCurrent", "StopReason", "TaskRunning", "CancelRequested", "CompletionGuard"}
 	tableOutcome = map[bool]string{true: "legal", false: "refused"}
@@ -34,7 +34,7 @@ var (
 // contractRow is one row of the contract's "Legal transitions" table, its
 // guard transcribed in the contract's own words.
 type contractRow struct {
-	from, to string
+	from, to words.State
 	says     string // the contract's guard column, abridged
 	legal    func(g store.Guard) bool
 	// matters lists the guard fields the row's outcome depends on: for each,
@@ -44,7 +44,7 @@ type contractRow struct {
 }
 
 // isStopReason: "first reason is cancelled, shutdown or time-limit".
-func isStopReason(r string) bool {
+func isStopReason(r words.Reason) bool {
 	return r == words.ReasonCancelled || r == words.ReasonShutdown || r == words.ReasonTimeLimit
 }
 
@@ -55,7 +55,7 @@ func staleGuard(g store.Guard) bool {
 }
 
 // dStopped: "a D stopReason of timeout, output-limit or capture-failure".
-func dStopped(s string) bool {
+func dStopped(s words.StopReason) bool {
 	return s == words.StopTimeout || s == words.StopOutputLimit || s == words.StopCaptureFailure
 }
 
@@ -149,7 +149,7 @@ var contractTable = []contractRow{
 // first-reason write ("pending → pending, running → running"). store.Legal
 // documents that it leaves them to Admit and RecordFirstReason, so asked
 // about them it must refuse; TestAdmit* and TestRecordFirstReason cover them.
-var delegated = map[[2]string]string{
+var delegated = map[[2]words.State]string{
 	{"", words.Pending}:            "admission: Tx.Admit",
 	{words.Pending, words.Pending}: "first-reason write: Tx.RecordFirstReason",
 	{words.Running, words.Running}: "first-reason write: Tx.RecordFirstReason",
@@ -194,11 +194,11 @@ func allGuards(yield func(store.Guard) bool) {
 }
 
 func showGuard(g store.Guard) string {
-	name := func(s string) string {
+	name := func(s words.State) string {
 		if s == "" {
 			return "—"
 		}
-		return s
+		return string(s)
 	}
 	return fmt.Sprintf("%s → %s {CurrentAttempt:%t FirstReason:%q ContextCurrent:%t StopReason:%q TaskRunning:%t CancelRequested:%t CompletionGuard:%t}",
 		name(g.From), name(g.To), g.CurrentAttempt, g.FirstReason, g.ContextCurrent, g.StopReason, g.TaskRunning, g.CancelRequested, g.CompletionGuard)
@@ -210,7 +210,7 @@ func contractSays(g store.Guard) string {
 			return r.says
 		}
 	}
-	if why, ok := delegated[[2]string{g.From, g.To}]; ok {
+	if why, ok := delegated[[2]words.State{g.From, g.To}]; ok {
 		return "row guarded outside Legal (" + why + ")"
 	}
 	return "not in the table: illegal"
@@ -281,11 +281,11 @@ func withField(g store.Guard, field string, v any) store.Guard {
 	case "CurrentAttempt":
 		g.CurrentAttempt = v.(bool)
 	case "FirstReason":
-		g.FirstReason = v.(string)
+		g.FirstReason = v.(words.Reason)
 	case "ContextCurrent":
 		g.ContextCurrent = v.(bool)
 	case "StopReason":
-		g.StopReason = v.(string)
+		g.StopReason = v.(words.StopReason)
 	case "TaskRunning":
 		g.TaskRunning = v.(bool)
 	case "CancelRequested":
@@ -301,9 +301,9 @@ func withField(g store.Guard, field string, v any) store.Guard {
 func fieldValues(field string) []any {
 	switch field {
 	case "FirstReason":
-		return []any{"", words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit}
+		return []any{words.Reason(""), words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit}
 	case "StopReason":
-		return []any{"", words.StopTimeout, words.StopOutputLimit, words.StopCaptureFailure, words.StopCancelled}
+		return []any{words.StopNone, words.StopTimeout, words.StopOutputLimit, words.StopCaptureFailure, words.StopCancelled}
 	}
 	return []any{false, true}
 }
@@ -311,7 +311,7 @@ func fieldValues(field string) []any {
 // sensitivity returns, for the pair (from, to), the guard fields on which
 // decide's answer depends: those for which some legal guard becomes refused
 // by changing that field alone. Each such change is a guard's negative case.
-func sensitivity(from, to string, decide func(store.Guard) bool) []string {
+func sensitivity(from, to words.State, decide func(store.Guard) bool) []string {
 	dep := map[string]bool{}
 	for g := range allGuards {
 		if g.From != from || g.To != to || !decide(g) {
@@ -375,9 +375,9 @@ func TestLegalEveryGuardHasANegativeCase(t *testing.T) {
 var ignoreTimes = cmpopts.IgnoreFields(store.Task{}, "UpdatedAt")
 
 func TestRecordFirstReason(t *testing.T) {
-	for _, state := range []string{words.Pending, words.Running} {
-		for _, reason := range []string{words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit} {
-			t.Run(state+"/"+reason, func(t *testing.T) {
+	for _, state := range []words.State{words.Pending, words.Running} {
+		for _, reason := range []words.Reason{words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit} {
+			t.Run(string(state)+"/"+string(reason), func(t *testing.T) {
 				e := newEnv(t)
 				key := e.newTask("")
 				a := e.admit(key, words.KindReview)
@@ -412,7 +412,7 @@ func TestRecordFirstReason(t *testing.T) {
 				}
 
 				// A second stop is refused and changes nothing.
-				for _, second := range []string{words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit} {
+				for _, second := range []words.Reason{words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit} {
 					err := e.s.Update(func(tx *store.Tx) error { return tx.RecordFirstReason(a.ID, second, "") })
 					wantRefusal(t, err, store.CodeFirstReasonSet)
 					if diff := cmp.Diff(after, e.snap(key)); diff != "" {
@@ -484,8 +484,8 @@ func TestMarkRunning(t *testing.T) {
 }
 
 func TestMarkRunningRefusedAfterFirstReason(t *testing.T) {
-	for _, reason := range []string{words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit} {
-		t.Run(reason, func(t *testing.T) {
+	for _, reason := range []words.Reason{words.ReasonCancelled, words.ReasonShutdown, words.ReasonStale, words.ReasonTimeLimit} {
+		t.Run(string(reason), func(t *testing.T) {
 			e := newEnv(t)
 			key := e.newTask("")
 			a := e.admit(key, words.KindExecute)
@@ -505,12 +505,12 @@ func TestMarkRunningRefusedAfterFirstReason(t *testing.T) {
 func TestFinish(t *testing.T) {
 	type tc struct {
 		name       string
-		from       string // pending or running
-		reason     string // recorded first reason, "" for none
-		staleFirst bool   // change the context before the terminal write
+		from       words.State  // pending or running
+		reason     words.Reason // recorded first reason, "" for none
+		staleFirst bool         // change the context before the terminal write
 		term       store.Terminal
-		wantCode   string // "" when the write must succeed
-		wantStatus string // the task's status afterwards (when written)
+		wantCode   string           // "" when the write must succeed
+		wantStatus words.TaskStatus // the task's status afterwards (when written)
 	}
 	cases := []tc{
 		{name: "pending failed", from: words.Pending, term: store.Terminal{State: words.Failed, Diagnostic: "clone failed"}, wantStatus: words.StatusRunning},
@@ -589,7 +589,7 @@ func TestFinish(t *testing.T) {
 				t.Errorf("the terminal write inserted %d feedback events", after.Events-before.Events)
 			}
 			// A terminal row never moves again.
-			for _, again := range []string{words.Failed, words.Cancelled, words.Stale} {
+			for _, again := range []words.State{words.Failed, words.Cancelled, words.Stale} {
 				err := e.finish(a.ID, store.Terminal{State: again, FirstReason: c.reason})
 				if _, ok := store.IsRefusal(err); !ok {
 					t.Errorf("second terminal write %s: %v, want a refusal", again, err)
@@ -606,7 +606,7 @@ func TestFinish(t *testing.T) {
 // write closes the task as cancelled and inserts exactly one task-closed
 // event, even when the first reason is the time limit; never needs human.
 func TestFinishPendingCancelClosesTask(t *testing.T) {
-	for _, firstReason := range []string{words.ReasonCancelled, words.ReasonTimeLimit, words.ReasonShutdown} {
+	for _, firstReason := range []words.Reason{words.ReasonCancelled, words.ReasonTimeLimit, words.ReasonShutdown} {
 		for _, finding := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/finding=%t", firstReason, finding), func(t *testing.T) {
 				e := newEnv(t)
@@ -667,9 +667,9 @@ func TestFinishPendingCancelClosesTask(t *testing.T) {
 // forced here by raw SQL under a running attempt) keeps its status through
 // the time limit and a safety finding.
 func TestFinishClosedTaskNeverChanges(t *testing.T) {
-	for _, closed := range []string{words.StatusMerged, words.StatusCancelled} {
-		for _, reason := range []string{words.ReasonTimeLimit, ""} {
-			t.Run(closed+"/"+reason, func(t *testing.T) {
+	for _, closed := range []words.TaskStatus{words.StatusMerged, words.StatusCancelled} {
+		for _, reason := range []words.Reason{words.ReasonTimeLimit, ""} {
+			t.Run(string(closed)+"/"+string(reason), func(t *testing.T) {
 				e := newEnv(t)
 				key := e.newTask("")
 				a := e.running(key, words.KindExecute)
@@ -695,15 +695,15 @@ func TestFinishClosedTaskNeverChanges(t *testing.T) {
 // needs human whatever outcome wins.
 func TestFinishSafetyFindingNeedsHuman(t *testing.T) {
 	for _, c := range []struct {
-		reason string
-		state  string
+		reason words.Reason
+		state  words.State
 	}{
 		{"", words.Failed},
 		{words.ReasonCancelled, words.Cancelled},
 		{words.ReasonStale, words.Stale},
 		{words.ReasonShutdown, words.Cancelled},
 	} {
-		t.Run(c.state+"/"+c.reason, func(t *testing.T) {
+		t.Run(string(c.state)+"/"+string(c.reason), func(t *testing.T) {
 			e := newEnv(t)
 			key := e.newTask("")
 			a := e.running(key, words.KindExecute)
@@ -982,11 +982,11 @@ func TestTaskStatusFrozenWhileAttemptActive(t *testing.T) {
 	e := newEnv(t)
 	key := e.newTask("")
 	a := e.admit(key, words.KindExecute)
-	for _, phase := range []string{words.Pending, words.Running} {
+	for _, phase := range []words.State{words.Pending, words.Running} {
 		if phase == words.Running {
 			e.update(func(tx *store.Tx) error { return tx.MarkRunning(a.ID) })
 		}
-		for _, s := range []string{words.StatusNeedsAmendment, words.StatusNeedsHuman, words.StatusQueued, words.StatusInReview} {
+		for _, s := range []words.TaskStatus{words.StatusNeedsAmendment, words.StatusNeedsHuman, words.StatusQueued, words.StatusInReview} {
 			before := e.snap(key)
 			err := e.s.Update(func(tx *store.Tx) error { return tx.SetTaskStatus(key, s) })
 			wantRefusal(t, err, store.CodeActiveAttempt)
@@ -1009,7 +1009,7 @@ func TestTaskStatusFrozenWhileAttemptActive(t *testing.T) {
 			before.StateVersion, after.StateVersion, before.ContextGeneration, after.ContextGeneration)
 	}
 	// A task closes only by cancel task or a confirmed merge.
-	for _, s := range []string{words.StatusMerged, words.StatusCancelled} {
+	for _, s := range []words.TaskStatus{words.StatusMerged, words.StatusCancelled} {
 		err := e.s.Update(func(tx *store.Tx) error { return tx.SetTaskStatus(key, s) })
 		wantRefusal(t, err, store.CodeIllegal)
 	}
@@ -1018,8 +1018,8 @@ func TestTaskStatusFrozenWhileAttemptActive(t *testing.T) {
 }
 
 func TestClosedStatusNeverChanges(t *testing.T) {
-	for _, closed := range []string{words.StatusMerged, words.StatusCancelled} {
-		t.Run(closed, func(t *testing.T) {
+	for _, closed := range []words.TaskStatus{words.StatusMerged, words.StatusCancelled} {
+		t.Run(string(closed), func(t *testing.T) {
 			e := newEnv(t)
 			key := e.newTask(closed)
 			before := e.snap(key)

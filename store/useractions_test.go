@@ -380,7 +380,7 @@ func TestUserActionAfterCommit(t *testing.T) {
 		if ran != 1 {
 			t.Errorf("AfterCommit ran %d times, want 1", ran)
 		}
-		if statusSeen != words.StatusNeedsApproval {
+		if statusSeen != string(words.StatusNeedsApproval) {
 			t.Errorf("AfterCommit ran before the commit was visible (saw status %q)", statusSeen)
 		}
 		// A replay does not run the effect again.

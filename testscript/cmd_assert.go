@@ -59,11 +59,11 @@ func setStr(b bool) string {
 	return "unset"
 }
 
-func noneOr(s string) string {
+func noneOr[T ~string](s T) string {
 	if s == "" {
 		return "none"
 	}
-	return s
+	return string(s)
 }
 
 // compare checks every wanted key against got and fails with a diff.
@@ -117,7 +117,7 @@ func cmdAttempt(ts *gts.TestScript, neg bool, args []string) {
 	if at.DiagnosticRef != "" {
 		ref = "present"
 	}
-	got := map[string]string{"state": at.State, "first": noneOr(at.FirstReason), "cause": at.StaleCause, "stop": noneOr(at.StopReason),
+	got := map[string]string{"state": string(at.State), "first": noneOr(at.FirstReason), "cause": at.StaleCause, "stop": noneOr(at.StopReason),
 		"exit": exit, "diag": at.Diagnostic, "ref": ref, "finding": noneOr(at.SafetyFinding), "kind": at.Kind,
 		"allocation": setStr(at.AllocationID != ""), "baseline": setStr(at.MetadataBaseline != ""), "item": "none"}
 	if at.Item != nil {
@@ -155,7 +155,7 @@ func cmdTask(ts *gts.TestScript, neg bool, args []string) {
 	if t.CurrentAttemptID != "" {
 		current = w.Name(t.CurrentAttemptID)
 	}
-	got := map[string]string{"status": t.Status, "sv": strconv.FormatInt(t.StateVersion, 10),
+	got := map[string]string{"status": string(t.Status), "sv": strconv.FormatInt(t.StateVersion, 10),
 		"gen": strconv.FormatInt(t.ContextGeneration, 10), "cancel": setStr(t.CancelRequested != ""),
 		"requeue": boolStr(t.RequeuePending), "budget": setStr(t.BudgetDeadline != nil), "current": current,
 		"attempts": strconv.Itoa(len(attempts)), "history": strconv.Itoa(len(history))}
@@ -176,7 +176,7 @@ func cmdStatus(ts *gts.TestScript, neg bool, args []string) {
 		"saved": "none", "unresolved": "none", "label": st.Label, "available": boolStr(st.Available), "run": boolStr(st.PlanRun),
 		"startable": boolStr(st.Startable), "resumable": boolStr(st.Resumable)}
 	if st.StopRequested != nil {
-		got["stop"], got["saved"] = st.StopRequested.Reason, boolStr(st.StopRequested.Saved)
+		got["stop"], got["saved"] = string(st.StopRequested.Reason), boolStr(st.StopRequested.Saved)
 	}
 	if st.Unresolved != nil {
 		got["unresolved"] = st.Unresolved.Reason

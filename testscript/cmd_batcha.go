@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -34,7 +35,7 @@ func cmdPublish(ts *gts.TestScript, neg bool, args []string) {
 		exit = n
 	}
 	output := []byte(or(a.kv["output"], `{"ok":true}`))
-	var state string
+	var state words.State
 	err := s.world(ts).Store.Update(func(tx *store.Tx) (err error) {
 		state, err = tx.Publish(id, output, "", exit)
 		return err

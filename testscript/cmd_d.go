@@ -10,6 +10,7 @@ import (
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/simd"
+	"github.com/codeboost/codeboost/words"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -126,7 +127,7 @@ func cmdSettle(ts *gts.TestScript, neg bool, args []string) {
 	}
 	h := s.handle(ts, a.pos[0])
 	st := dadapter.Settlement{Output: []byte(or(a.kv["output"], `{"ok":true}`)), Diagnostic: a.kv["diag"],
-		StopReason: dadapter.StopReason(a.kv["stop"])}
+		StopReason: words.StopReason(a.kv["stop"])}
 	if v, ok := a.kv["exit"]; ok {
 		st.ExitCode, _ = strconv.Atoi(v)
 	}
@@ -147,7 +148,7 @@ func cmdDStops(ts *gts.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: d-stops ATTEMPT REASON")
 	}
 	s := get(ts)
-	s.handle(ts, args[0]).StopOnItsOwn(dadapter.StopReason(args[1]))
+	s.handle(ts, args[0]).StopOnItsOwn(words.StopReason(args[1]))
 }
 
 func cmdStarted(ts *gts.TestScript, neg bool, args []string) {

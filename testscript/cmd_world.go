@@ -89,7 +89,7 @@ func cmdNewTask(ts *gts.TestScript, neg bool, args []string) {
 		items[i] = fmt.Sprintf("item %d", i+1)
 	}
 	err := w.Store.Update(func(tx *store.Tx) error {
-		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: or(a.kv["snapshot"], "s1"), Items: items, Status: a.kv["status"]})
+		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: or(a.kv["snapshot"], "s1"), Items: items, Status: words.TaskStatus(a.kv["status"])})
 	})
 	s.expect(ts, neg, "new-task", err)
 	if err == nil {
@@ -224,7 +224,7 @@ func cmdSetStatus(ts *gts.TestScript, neg bool, args []string) {
 	}
 	s := get(ts)
 	key := s.planKey(ts, args[0])
-	err := s.world(ts).Store.Update(func(tx *store.Tx) error { return tx.SetTaskStatus(key, args[1]) })
+	err := s.world(ts).Store.Update(func(tx *store.Tx) error { return tx.SetTaskStatus(key, words.TaskStatus(args[1])) })
 	s.expect(ts, neg, "set-status", err)
 }
 

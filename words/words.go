@@ -60,32 +60,38 @@ const (
 	ServerStopped       = "Server stopped"
 )
 
-// Task statuses (tasks.status).
+// TaskStatus is a task's status (tasks.status). Attempt states, first
+// reasons, task statuses and D's stop reasons are distinct types, so that
+// "cancelled" the state cannot be passed where "cancelled" the reason or the
+// status is meant.
+type TaskStatus string
+
+// Task statuses.
 const (
-	StatusQueued               = "queued"
-	StatusRunning              = "running"
-	StatusNeedsHuman           = "needs human"
-	StatusNeedsAmendment       = "needs amendment"
-	StatusNeedsApproval        = "needs approval"
-	StatusPossiblyAlreadyFixed = "possibly already fixed"
-	StatusInReview             = "in review"
-	StatusMergeBlocked         = "approved but merge blocked"
-	StatusMerged               = "merged"
-	StatusCancelled            = "cancelled"
+	StatusQueued               TaskStatus = "queued"
+	StatusRunning              TaskStatus = "running"
+	StatusNeedsHuman           TaskStatus = "needs human"
+	StatusNeedsAmendment       TaskStatus = "needs amendment"
+	StatusNeedsApproval        TaskStatus = "needs approval"
+	StatusPossiblyAlreadyFixed TaskStatus = "possibly already fixed"
+	StatusInReview             TaskStatus = "in review"
+	StatusMergeBlocked         TaskStatus = "approved but merge blocked"
+	StatusMerged               TaskStatus = "merged"
+	StatusCancelled            TaskStatus = "cancelled"
 )
 
 // TaskStatuses lists every status in the contract's order.
-var TaskStatuses = []string{
+var TaskStatuses = []TaskStatus{
 	StatusQueued, StatusRunning, StatusNeedsHuman, StatusNeedsAmendment,
 	StatusNeedsApproval, StatusPossiblyAlreadyFixed, StatusInReview,
 	StatusMergeBlocked, StatusMerged, StatusCancelled,
 }
 
 // Closed reports whether a task status never changes again.
-func Closed(status string) bool { return status == StatusMerged || status == StatusCancelled }
+func Closed(status TaskStatus) bool { return status == StatusMerged || status == StatusCancelled }
 
 // HumanGated reports whether a status waits for a person.
-func HumanGated(status string) bool {
+func HumanGated(status TaskStatus) bool {
 	switch status {
 	case StatusNeedsHuman, StatusNeedsAmendment, StatusNeedsApproval, StatusPossiblyAlreadyFixed:
 		return true
@@ -93,18 +99,22 @@ func HumanGated(status string) bool {
 	return false
 }
 
+// State is an attempt's state (attempts.state): pending → running →
+// completed | failed | cancelled | stale.
+type State string
+
 // Attempt states.
 const (
-	Pending   = "pending"
-	Running   = "running"
-	Completed = "completed"
-	Failed    = "failed"
-	Cancelled = "cancelled"
-	Stale     = "stale"
+	Pending   State = "pending"
+	Running   State = "running"
+	Completed State = "completed"
+	Failed    State = "failed"
+	Cancelled State = "cancelled"
+	Stale     State = "stale"
 )
 
 // Terminal reports whether an attempt state is terminal.
-func Terminal(state string) bool {
+func Terminal(state State) bool {
 	switch state {
 	case Completed, Failed, Cancelled, Stale:
 		return true
@@ -112,22 +122,42 @@ func Terminal(state string) bool {
 	return false
 }
 
-// First reasons F records (the contract's "first reason").
+// Reason is a first reason F records (attempts.first_reason): the first stop
+// wins and decides the terminal state. "" is none.
+type Reason string
+
+// First reasons.
 const (
-	ReasonCancelled = "cancelled"
-	ReasonShutdown  = "shutdown"
-	ReasonStale     = "stale"
-	ReasonTimeLimit = "time-limit"
+	ReasonCancelled Reason = "cancelled"
+	ReasonShutdown  Reason = "shutdown"
+	ReasonStale     Reason = "stale"
+	ReasonTimeLimit Reason = "time-limit"
 )
+
+// StopReason is D's stop reason (Settlement.StopReason, attempts.stop_reason),
+// defined here once for D, the Store and the runner. D keeps the first one it
+// receives: a timeout already taken stays the stop reason after
+// Cancel("shutdown").
+type StopReason string
 
 // D's stop reasons.
 const (
-	StopCancelled      = "cancelled"
-	StopShutdown       = "shutdown"
-	StopTimeout        = "timeout"
-	StopOutputLimit    = "output-limit"
-	StopCaptureFailure = "capture-failure"
+	StopNone           StopReason = "" // the agent exited on its own
+	StopCancelled      StopReason = "cancelled"
+	StopShutdown       StopReason = "shutdown"
+	StopTimeout        StopReason = "timeout"
+	StopOutputLimit    StopReason = "output-limit"
+	StopCaptureFailure StopReason = "capture-failure"
 )
+
+// ByD reports whether D ended the invocation for a reason of its own (its
+// deadline, the output limit, a failed capture), not because F asked. D keeps
+// the first reason it received, so such a reason beside first reason
+// shutdown proves D stopped before the shutdown reached it. This is the one
+// place that test is written.
+func (r StopReason) ByD() bool {
+	return r == StopTimeout || r == StopOutputLimit || r == StopCaptureFailure
+}
 
 // Attempt kinds.
 const (

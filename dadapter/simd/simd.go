@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/words"
 )
 
 // Ops are the simulated D's operations a scenario can steer.
@@ -503,8 +504,8 @@ type Handle struct {
 	d          *D
 	attemptID  string
 	input      dadapter.InvocationInput
-	stopReason dadapter.StopReason // D's first stop reason
-	cancels    []dadapter.StopReason
+	stopReason words.StopReason // D's first stop reason
+	cancels    []words.StopReason
 	settled    *dadapter.Settlement
 	onSettled  func(dadapter.Settlement)
 	orphaned   bool // its runner process died
@@ -519,7 +520,7 @@ func (h *Handle) OnSettled(fn func(dadapter.Settlement)) {
 }
 
 // Cancel records the request; D keeps the first stop reason it received.
-func (h *Handle) Cancel(reason dadapter.StopReason) {
+func (h *Handle) Cancel(reason words.StopReason) {
 	h.cancels = append(h.cancels, reason)
 	if h.stopReason == "" && h.settled == nil {
 		h.stopReason = reason
@@ -534,14 +535,14 @@ func (d *D) Handle(attemptID string) *Handle { return d.handles[attemptID] }
 func (h *Handle) HasSettled() bool { return h.settled != nil }
 
 // Cancels lists the reasons Cancel was called with.
-func (h *Handle) Cancels() []dadapter.StopReason { return h.cancels }
+func (h *Handle) Cancels() []words.StopReason { return h.cancels }
 
 // Input is what Start received.
 func (h *Handle) Input() dadapter.InvocationInput { return h.input }
 
 // StopOnItsOwn makes D stop the invocation for its own reason (timeout,
 // output-limit, capture-failure) without settling yet.
-func (h *Handle) StopOnItsOwn(reason dadapter.StopReason) {
+func (h *Handle) StopOnItsOwn(reason words.StopReason) {
 	if h.stopReason == "" {
 		h.stopReason = reason
 	}
