@@ -31,7 +31,6 @@ type job struct {
 	groupReported bool                     // the step in flight reported its process group
 	storage       dadapter.TaskFilesystems // nil until allocation returns
 	baselineSaved bool                     // the storage's baseline and base are on the row
-	clone         *dadapter.Clone
 	deadlineTimer Timer
 	budgetTimer   Timer
 

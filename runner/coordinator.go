@@ -223,15 +223,4 @@ func (c *Coordinator) publish() {
 // SlotsUsed reports the slots held right now (from the snapshot).
 func (c *Coordinator) SlotsUsed() int { return c.snap.Load().slotsUsed }
 
-// Jobs lists the plan keys with an in-memory job or marker, sorted.
-func (c *Coordinator) Jobs() []string {
-	s := c.snap.Load()
-	var out []string
-	for k := range s.tasks {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 func sortStrings(s []string) { sort.Strings(s) }

@@ -115,7 +115,6 @@ func (c *Coordinator) clonePrepared(j *job, cl dadapter.Clone, err error) {
 		c.preparationFailed(j, "clone: "+err.Error())
 		return
 	}
-	j.clone = &cl
 	c.trace("clone ready %s", j.attemptID)
 	if c.preparationStopped(j) {
 		return

@@ -374,15 +374,6 @@ func joinDiag(a, b string) string {
 	return a + "; " + b
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // recoveredTerminal is step 3's finalization of a row whose process died
 // before D settled: settlement's first-reason table (decideTerminal) applied
 // to what the row saved.

@@ -136,15 +136,3 @@ func runQuietParallel(p gts.Params) (failed bool, log string) {
 	<-done
 	return r.failed, r.log.String()
 }
-
-// runQuiet runs scripts and reports whether any failed, with the log.
-func runQuiet(p gts.Params) (failed bool, log string) {
-	r := &recordingT{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		gts.RunT(r, p)
-	}()
-	<-done
-	return r.failed, r.log.String()
-}

@@ -349,6 +349,9 @@ func TestChangeNote(t *testing.T) {
 	}
 	err = s.Update(func(tx *Tx) error { _, err := tx.ChangeNote(key, aid.next(), 3, "no such item"); return err })
 	wantRefusal(t, err, CodeNotFound)
+	if got := countRows(t, s); got != c {
+		t.Fatalf("refusal wrote rows: %+v → %+v", c, got)
+	}
 	mustUpdate(t, s, func(tx *Tx) error { _, _, err := tx.CancelTask(key, aid.next(), true); return err })
 	c = countRows(t, s)
 	err = s.Update(func(tx *Tx) error { _, err := tx.ChangeNote(key, aid.next(), 1, "too late"); return err })

@@ -43,13 +43,12 @@ const worldKey key = 0
 // scenario is one script's state: its world (made on first use, so that a
 // leading `runner` command can configure it) and the names it gave.
 type scenario struct {
-	dir    string
-	cfg    sim.Config
-	fp     *failpoints.Set
-	w      *sim.World
-	tasks  map[string]string // script name → plan key
-	auto   int               // counter for unnamed action IDs
-	closed bool
+	dir   string
+	cfg   sim.Config
+	fp    *failpoints.Set
+	w     *sim.World
+	tasks map[string]string // script name → plan key
+	auto  int               // counter for unnamed action IDs
 }
 
 func (s *scenario) world(ts *gts.TestScript) *sim.World {

@@ -71,7 +71,6 @@ type op struct {
 	kind      string
 	attemptID string
 	ctx       context.Context
-	aborted   bool
 	complete  func(err error)
 }
 
