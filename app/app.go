@@ -235,8 +235,12 @@ func stopGroup(ctx context.Context, g dadapter.ProcessGroup) error {
 
 // trace logs one runner decision. The runner writes <owner> where its
 // simulator trace would otherwise carry a token; the log names the token.
-func (a *App) trace(line string) {
-	a.log.Info(strings.ReplaceAll(line, "<owner>", a.token))
+func (a *App) trace(attemptID, line string) {
+	if attemptID == "" {
+		a.log.Info(line)
+		return
+	}
+	a.log.Info(line, "attempt", attemptID)
 }
 
 // reportForPerson tells a person what startup recovery left for them:
@@ -251,7 +255,7 @@ func (a *App) reportForPerson() {
 	}
 	for _, u := range r.UnownedPreparation {
 		id := strings.Fields(u)[0]
-		a.log.Warn("unknown preparation "+u+": stop its processes, then run codeboost serve --db DB --release-preparation "+id,
+		a.log.Warn("unknown preparation "+u+": stop its processes, then run codeboost serve --db "+shellQuote(a.lock.Path())+" --release-preparation "+id,
 			"attempt", id)
 	}
 	for _, u := range r.UnmatchedStorage {
@@ -277,4 +281,17 @@ func (a *App) ready() error {
 		return os.WriteFile(a.opt.Ready, []byte("ready\n"), 0o600)
 	}
 	return nil
+}
+
+// shellQuote quotes p for a POSIX shell when it holds anything but the
+// characters a path usually has, so that a command printed for a person can
+// be pasted as it is.
+func shellQuote(p string) string {
+	safe := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+,:@%", r)
+	}
+	if p != "" && strings.IndexFunc(p, func(r rune) bool { return !safe(r) }) < 0 {
+		return p
+	}
+	return "'" + strings.ReplaceAll(p, "'", `'\''`) + "'"
 }

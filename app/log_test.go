@@ -92,3 +92,42 @@ func TestStartupLogsNoPlaceholder(t *testing.T) {
 		}
 	}
 }
+
+// TestAttemptLinesCarryTheAttemptID: a runner line about one attempt carries
+// its ID as the "attempt" attribute, so JSON logs can be filtered by attempt
+// (here recovery finalizing what a crash left).
+func TestAttemptLinesCarryTheAttemptID(t *testing.T) {
+	dir, db, token := firstStart(t)
+	attempt, _, _ := leaveCrashedAttempt(t, db, dir, token)
+	var out syncBuffer
+	log, _ := app.NewLogger(&out, app.LogJSON)
+	a, err := app.New(app.Options{DB: db, Check: true, Log: log, Stderr: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Run(); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var rec struct {
+			Msg     string
+			Attempt string
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON record: %q", line)
+		}
+		if strings.Contains(rec.Msg, "finalized "+attempt.ID) {
+			found = true
+			if rec.Attempt != attempt.ID {
+				t.Errorf("%q carries attempt=%q, want %s", rec.Msg, rec.Attempt, attempt.ID)
+			}
+		}
+		if rec.Attempt != "" && !strings.Contains(rec.Msg, rec.Attempt) {
+			t.Errorf("%q carries attempt=%q, which it is not about", rec.Msg, rec.Attempt)
+		}
+	}
+	if !found {
+		t.Fatalf("no finalization line for %s:\n%s", attempt.ID, out.String())
+	}
+}

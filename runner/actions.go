@@ -141,7 +141,7 @@ func (c *Coordinator) noticeStale(j *job, tx *store.Tx) {
 		return
 	}
 	if cause := store.StaleCause(a.Context, present); cause != "" {
-		c.trace("context changed for %s: %s (noticed by a user action)", j.attemptID, cause)
+		c.traceAttempt(j.attemptID, "context changed for %s: %s (noticed by a user action)", j.attemptID, cause)
 		c.stop(j, words.ReasonStale, cause, tx)
 	}
 }
@@ -248,7 +248,7 @@ func (c *Coordinator) ChangeContext(ctx context.Context, planKey string, change 
 			return
 		}
 		if cause := store.StaleCause(a.Context, present); cause != "" {
-			c.trace("context changed for %s: %s", j.attemptID, cause)
+			c.traceAttempt(j.attemptID, "context changed for %s: %s", j.attemptID, cause)
 			c.stop(j, words.ReasonStale, cause, nil)
 		}
 	}); callErr != nil {

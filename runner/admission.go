@@ -115,7 +115,7 @@ func (c *Coordinator) admit(r AdmitRequest, tx *store.Tx) (string, error) {
 func (c *Coordinator) startJob(a store.Attempt) {
 	j := &job{attemptID: a.ID, planKey: a.PlanKey, kind: a.Kind, writable: words.Writable(a.Kind), reasonSaved: true}
 	c.jobs[a.PlanKey] = j
-	c.trace("admitted %s %s %s pending", a.PlanKey, a.Kind, a.ID)
+	c.traceAttempt(a.ID, "admitted %s %s %s pending", a.PlanKey, a.Kind, a.ID)
 	c.armTimers(j, a)
 	c.prepareStorage(j, a.AllocationID)
 }

@@ -91,8 +91,9 @@ type Deps struct {
 	// Audit inspects what a writable attempt that ended badly on its own
 	// left behind, and returns a safety finding or "". Optional.
 	Audit func(a store.Attempt, s dadapter.Settlement) string
-	// Trace receives one line per decision, for scenarios and logs. Optional.
-	Trace func(line string)
+	// Trace receives one line per decision, for scenarios and logs, with
+	// the ID of the attempt it is about ("" for none). Optional.
+	Trace func(attemptID, line string)
 	// StopGroup stops a leftover preparation process group after proving
 	// its saved identity again (startup recovery step 2b); nil makes
 	// recovery fail closed on any saved group.
@@ -161,8 +162,13 @@ func (c *Coordinator) Open(ctx context.Context) error {
 }
 
 func (c *Coordinator) trace(format string, args ...any) {
+	c.traceAttempt("", format, args...)
+}
+
+// traceAttempt is trace for a line about one attempt: logs carry its ID.
+func (c *Coordinator) traceAttempt(attemptID, format string, args ...any) {
 	if c.deps.Trace != nil {
-		c.deps.Trace(fmt.Sprintf(format, args...))
+		c.deps.Trace(attemptID, fmt.Sprintf(format, args...))
 	}
 }
 

@@ -47,11 +47,11 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 	// export never returns.
 	timer := c.afterFunc(c.cfg.ExportTimeout, func() {
 		if !finished {
-			c.trace("export failed %s: export deadline passed", j.attemptID)
+			c.traceAttempt(j.attemptID, "export failed %s: export deadline passed", j.attemptID)
 			finish("", words.PartialExportFailedBecause("export deadline passed"))
 		}
 	})
-	c.trace("export %s", j.attemptID)
+	c.traceAttempt(j.attemptID, "export %s", j.attemptID)
 	c.deps.D.ExportTaskDiff(ctx, j.storage, c.cfg.ExportMax, func(r dadapter.ExportResult, err error) {
 		c.post(func() {
 			timer.Stop()
@@ -59,7 +59,7 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 				return // the deadline already decided; a late answer is dropped
 			}
 			if err != nil {
-				c.trace("export failed %s: %v", j.attemptID, err)
+				c.traceAttempt(j.attemptID, "export failed %s: %v", j.attemptID, err)
 				finish("", words.PartialExportFailedBecause(err.Error()))
 				return
 			}
@@ -69,11 +69,11 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 			}
 			ref, err := c.saveDiagnostic(j.attemptID, data)
 			if err != nil {
-				c.trace("export not saved %s: %v", j.attemptID, err)
+				c.traceAttempt(j.attemptID, "export not saved %s: %v", j.attemptID, err)
 				finish("", words.PartialExportFailedBecause(err.Error()))
 				return
 			}
-			c.trace("export saved %s %s", j.attemptID, ref)
+			c.traceAttempt(j.attemptID, "export saved %s %s", j.attemptID, ref)
 			finish(ref, "")
 		})
 	})
@@ -185,7 +185,7 @@ func (c *Coordinator) retention() {
 			c.trace("retention could not clear %s: %v", f.name, err)
 			return
 		}
-		c.trace("retention cleared the reference to %s on %s", f.name, attemptID)
+		c.traceAttempt(attemptID, "retention cleared the reference to %s on %s", f.name, attemptID)
 		if err := os.Remove(path); err == nil || errors.Is(err, fs.ErrNotExist) {
 			total -= f.size
 			c.trace("retention removed referenced %s", f.name)

@@ -29,7 +29,7 @@ func (c *Coordinator) prepareStorage(j *job, allocationID string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	j.prepCancel, j.prepBusy = cancel, true
 	owner := dadapter.StorageOwner{RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, AllocationID: allocationID}
-	c.trace("prepare storage %s", j.attemptID)
+	c.traceAttempt(j.attemptID, "prepare storage %s", j.attemptID)
 	c.deps.D.PrepareTaskFilesystems(ctx, owner, c.onGroup(j), func(fs dadapter.TaskFilesystems, err error) {
 		c.post(func() { c.storagePrepared(j, fs, err) })
 	})
@@ -40,7 +40,7 @@ func (c *Coordinator) storagePrepared(j *job, fs dadapter.TaskFilesystems, err e
 	c.preparationStepEnded(j)
 	if fs != nil {
 		j.storage = fs
-		c.trace("storage ready %s", j.attemptID)
+		c.traceAttempt(j.attemptID, "storage ready %s", j.attemptID)
 	}
 	// The baseline is saved in this same event, before anything else can
 	// run: on the way to the clone it rides in the clone's "preparation
@@ -102,7 +102,7 @@ func (c *Coordinator) prepareClone(j *job) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j.prepCancel, j.prepBusy = cancel, true
-	c.trace("clone %s", j.attemptID)
+	c.traceAttempt(j.attemptID, "clone %s", j.attemptID)
 	c.deps.D.CreateTaskClone(ctx, dir, c.onGroup(j), func(cl dadapter.Clone, err error) {
 		c.post(func() { c.clonePrepared(j, cl, err) })
 	})
@@ -115,7 +115,7 @@ func (c *Coordinator) clonePrepared(j *job, cl dadapter.Clone, err error) {
 		c.preparationFailed(j, "clone: "+err.Error())
 		return
 	}
-	c.trace("clone ready %s", j.attemptID)
+	c.traceAttempt(j.attemptID, "clone ready %s", j.attemptID)
 	if c.preparationStopped(j) {
 		return
 	}
@@ -152,7 +152,7 @@ func (c *Coordinator) preparationStepEnded(j *job) {
 		return
 	}
 	if err := c.write(func(tx *store.Tx) error { return tx.ClearPreparationStarting(j.attemptID) }); err != nil {
-		c.trace("preparation mark of %s not cleared: %v", j.attemptID, err)
+		c.traceAttempt(j.attemptID, "preparation mark of %s not cleared: %v", j.attemptID, err)
 	}
 }
 
@@ -215,24 +215,24 @@ func (c *Coordinator) launch(j *job) {
 		j.firstReason, j.staleCause = a.FirstReason, a.StaleCause
 	}
 	if j.firstReason != "" {
-		c.trace("launch check %s: first reason %s", j.attemptID, j.firstReason)
+		c.traceAttempt(j.attemptID, "launch check %s: first reason %s", j.attemptID, j.firstReason)
 		c.endWithoutHandle(j, terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause))
 		return
 	}
 	if cause := store.StaleCause(a.Context, present); cause != "" {
-		c.trace("launch check %s: not current (%s)", j.attemptID, cause)
+		c.traceAttempt(j.attemptID, "launch check %s: not current (%s)", j.attemptID, cause)
 		j.staleCause = cause
 		c.endWithoutHandle(j, words.Stale, cause)
 		return
 	}
 	now := c.deps.Clock.Now()
 	if task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline) {
-		c.trace("launch check %s: task budget spent", j.attemptID)
+		c.traceAttempt(j.attemptID, "launch check %s: task budget spent", j.attemptID)
 		c.stop(j, words.ReasonTimeLimit, "", nil)
 		return
 	}
 	if !now.Before(a.Deadline) {
-		c.trace("launch check %s: deadline passed", j.attemptID)
+		c.traceAttempt(j.attemptID, "launch check %s: deadline passed", j.attemptID)
 		c.endWithoutHandle(j, words.Failed, words.TimedOutWhilePreparing)
 		return
 	}
@@ -244,7 +244,7 @@ func (c *Coordinator) launch(j *job) {
 	}
 	h, err := c.deps.D.Start(in)
 	if err != nil {
-		c.trace("d start %s threw: %v", j.attemptID, err)
+		c.traceAttempt(j.attemptID, "d start %s threw: %v", j.attemptID, err)
 		if j.firstReason != "" {
 			c.endWithoutHandle(j, terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause))
 		} else {
@@ -252,7 +252,7 @@ func (c *Coordinator) launch(j *job) {
 		}
 		return
 	}
-	c.trace("d started %s", j.attemptID)
+	c.traceAttempt(j.attemptID, "d started %s", j.attemptID)
 	j.handle = h
 	h.OnSettled(func(s dadapter.Settlement) {
 		c.post(func() { c.settled(j, s) })
@@ -261,7 +261,7 @@ func (c *Coordinator) launch(j *job) {
 	err = c.write(func(tx *store.Tx) error { return tx.MarkRunning(j.attemptID) })
 	switch {
 	case err == nil:
-		c.trace("running %s", j.attemptID)
+		c.traceAttempt(j.attemptID, "running %s", j.attemptID)
 	case store.RefusalCode(err) == store.CodeFirstReasonSet:
 		// A stop landed while preparation finished: a normal stop. If the
 		// stop is already held in memory, applyStop has cancelled this
@@ -270,12 +270,12 @@ func (c *Coordinator) launch(j *job) {
 		if a, rerr := c.deps.Store.Attempt(j.attemptID); rerr == nil && j.firstReason == "" {
 			j.firstReason, j.staleCause = a.FirstReason, a.StaleCause
 		}
-		c.trace("pending → running refused %s: first reason %s", j.attemptID, j.firstReason)
+		c.traceAttempt(j.attemptID, "pending → running refused %s: first reason %s", j.attemptID, j.firstReason)
 		if !cancelled {
 			h.Cancel(dReason(j.firstReason))
 		}
 	default:
-		c.trace("pending → running failed %s: %v", j.attemptID, err)
+		c.traceAttempt(j.attemptID, "pending → running failed %s: %v", j.attemptID, err)
 		j.startNotSaved = true
 		h.Cancel(words.StopCaptureFailure)
 	}
@@ -323,11 +323,11 @@ func (c *Coordinator) removeHostFiles(j *job, next func()) {
 	var err error
 	c.goWork(func() { err = os.RemoveAll(dir) }, func() {
 		if err != nil {
-			c.trace("host files of %s not removed: %v", j.attemptID, err)
+			c.traceAttempt(j.attemptID, "host files of %s not removed: %v", j.attemptID, err)
 			c.toMarker(j, words.PreparationNotRemoved)
 			return
 		}
-		c.trace("host files removed %s", j.attemptID)
+		c.traceAttempt(j.attemptID, "host files removed %s", j.attemptID)
 		next()
 	})
 }

@@ -66,7 +66,7 @@ func (c *Coordinator) runPlan(ctx context.Context, r ActionRequest, kind string,
 			ExpectedStateVersion: start.ExpectedStateVersion, ClaimRequeue: start.ClaimRequeue}, nil
 	}, func(a store.Attempt) {
 		c.runs[r.PlanKey] = &planRun{planKey: r.PlanKey, reviewVersion: r.ExpectedReviewVersion, attemptID: a.ID, item: item}
-		c.trace("plan run %s: item %d as %s", r.PlanKey, item, a.ID)
+		c.traceAttempt(a.ID, "plan run %s: item %d as %s", r.PlanKey, item, a.ID)
 	})
 }
 
@@ -141,5 +141,5 @@ func (c *Coordinator) continueRun(run *planRun) {
 	}
 	run.attemptID, run.item = next.ID, *next.Item
 	c.startJob(next)
-	c.trace("plan run %s: item %d as %s", run.planKey, run.item, next.ID)
+	c.traceAttempt(next.ID, "plan run %s: item %d as %s", run.planKey, run.item, next.ID)
 }

@@ -301,7 +301,8 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 		return
 	}
 	for _, f := range finalized {
-		c.trace("recovery: finalized %s", f)
+		id, _, _ := strings.Cut(f, " ")
+		c.traceAttempt(id, "recovery: finalized %s", f)
 	}
 	for _, k := range reconciled {
 		c.trace("recovery: merged task %s closed by reconciliation", k)
@@ -409,7 +410,7 @@ func (c *Coordinator) removeRecoveredStorage(matched []recoveredStorage, next fu
 					c.recoveryFailed(fmt.Errorf("removing the task storage of %s: %w", m.row.ID, err))
 					return
 				}
-				c.trace("recovery: storage removed %s", m.row.ID)
+				c.traceAttempt(m.row.ID, "recovery: storage removed %s", m.row.ID)
 				step(i + 1)
 			})
 		})
@@ -463,11 +464,11 @@ func (c *Coordinator) recoverAttemptDirs(byID map[string]store.Attempt) {
 			c.recoveryFailed(fmt.Errorf("removing attempt directory %s: %w", path, err))
 			return
 		}
-		c.trace("recovery: attempt directory of %s removed", name)
+		c.traceAttempt(name, "recovery: attempt directory of %s removed", name)
 	}
 	for _, a := range starting {
 		c.recoveryReport.UnownedPreparation = append(c.recoveryReport.UnownedPreparation, a.ID+" "+c.attemptDir(a.ID))
-		c.trace("recovery: preparation of %s started with no group ID; waiting for --release-preparation", a.ID)
+		c.traceAttempt(a.ID, "recovery: preparation of %s started with no group ID; waiting for --release-preparation", a.ID)
 	}
 	for _, cmd := range c.recoveryReport.LegacyCommands {
 		c.trace("recovery: legacy object: %s", cmd)

@@ -19,7 +19,7 @@ func validOutput(out []byte) bool {
 func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 	j.settled = &s
 	c.stopTimers(j)
-	c.trace("settled %s stop=%q exit=%d", j.attemptID, s.StopReason, s.ExitCode)
+	c.traceAttempt(j.attemptID, "settled %s stop=%q exit=%d", j.attemptID, s.StopReason, s.ExitCode)
 	if len(s.Unreleased) > 0 {
 		c.unreleased = true // recorded durably with the terminal write, before the slot is freed
 	}
@@ -30,7 +30,7 @@ func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 	}
 	o, a, err := c.decide(j)
 	if err != nil {
-		c.trace("settlement read failed %s: %v", j.attemptID, err)
+		c.traceAttempt(j.attemptID, "settlement read failed %s: %v", j.attemptID, err)
 		c.toMarker(j, words.ResultNotSaved)
 		return
 	}
@@ -92,15 +92,15 @@ func (c *Coordinator) publishResult(j *job) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c.trace("commit extraction %s", j.attemptID)
+	c.traceAttempt(j.attemptID, "commit extraction %s", j.attemptID)
 	c.deps.D.CommitTaskChanges(ctx, j.storage, func(b dadapter.Bundle, err error) {
 		c.post(func() {
 			cancel()
 			if err != nil {
-				c.trace("commit extraction failed %s: %v", j.attemptID, err)
+				c.traceAttempt(j.attemptID, "commit extraction failed %s: %v", j.attemptID, err)
 				c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the commit could not be taken: " + err.Error()})
 			} else {
-				c.trace("commit extracted %s %s", j.attemptID, b.Commit)
+				c.traceAttempt(j.attemptID, "commit extracted %s %s", j.attemptID, b.Commit)
 				c.publishNow(j, b.Commit)
 			}
 		})
@@ -113,7 +113,7 @@ func (c *Coordinator) publishNow(j *job, commit string) {
 	if j.firstReason != "" {
 		// Step 3: a first reason held in memory (its write failed, or a
 		// stop arrived after validation) skips publication.
-		c.trace("publication skipped %s: first reason %s in memory", j.attemptID, j.firstReason)
+		c.traceAttempt(j.attemptID, "publication skipped %s: first reason %s in memory", j.attemptID, j.firstReason)
 		o, _, err := c.decide(j)
 		if err != nil {
 			c.toMarker(j, words.ResultNotSaved)
@@ -134,13 +134,13 @@ func (c *Coordinator) publishNow(j *job, commit string) {
 	})
 	switch {
 	case err == nil:
-		c.trace("published %s %s", j.attemptID, state)
+		c.traceAttempt(j.attemptID, "published %s %s", j.attemptID, state)
 		c.afterTerminal(j, state)
 	case isRefusal(err):
 		// Step 4: reread durable state and settle by the rules above,
 		// keeping the original diagnostic. The fetched ref is dropped with
 		// the storage.
-		c.trace("publication refused %s: %v", j.attemptID, err)
+		c.traceAttempt(j.attemptID, "publication refused %s: %v", j.attemptID, err)
 		o, _, rerr := c.decide(j)
 		if rerr != nil {
 			c.toMarker(j, words.ResultNotSaved)
@@ -151,7 +151,7 @@ func (c *Coordinator) publishNow(j *job, commit string) {
 		}
 		c.finishAfterSettle(j, o)
 	default:
-		c.trace("publication failed %s: %v", j.attemptID, err)
+		c.traceAttempt(j.attemptID, "publication failed %s: %v", j.attemptID, err)
 		c.toMarker(j, words.ResultNotSaved)
 	}
 }
@@ -209,11 +209,11 @@ func (c *Coordinator) writeTerminal(j *job, o outcome, next func()) {
 		return tx.Finish(j.attemptID, term)
 	})
 	if err != nil {
-		c.trace("terminal write failed %s: %v", j.attemptID, err)
+		c.traceAttempt(j.attemptID, "terminal write failed %s: %v", j.attemptID, err)
 		c.toMarker(j, words.ResultNotSaved)
 		return
 	}
-	c.trace("terminal %s %s %q", j.attemptID, o.state, o.diagnostic)
+	c.traceAttempt(j.attemptID, "terminal %s %s %q", j.attemptID, o.state, o.diagnostic)
 	if o.diagnosticRef != "" {
 		c.retention()
 	}
@@ -239,10 +239,10 @@ func (c *Coordinator) release(j *job) {
 	c.deps.D.RemoveTaskFilesystems(fs, func(err error) {
 		c.post(func() {
 			if err != nil {
-				c.trace("storage not removed %s: %v", j.attemptID, err)
+				c.traceAttempt(j.attemptID, "storage not removed %s: %v", j.attemptID, err)
 				c.toMarker(j, words.StorageNotRemoved)
 			} else {
-				c.trace("storage removed %s", j.attemptID)
+				c.traceAttempt(j.attemptID, "storage removed %s", j.attemptID)
 				j.storage = nil
 				c.freeSlot(j)
 			}
@@ -256,7 +256,7 @@ func (c *Coordinator) freeSlot(j *job) {
 	}
 	delete(c.jobs, j.planKey)
 	c.slotsUsed--
-	c.trace("slot freed %s", j.attemptID)
+	c.traceAttempt(j.attemptID, "slot freed %s", j.attemptID)
 	c.itemEnded(j)
 }
 
@@ -268,6 +268,6 @@ func (c *Coordinator) toMarker(j *job, reason string) {
 	}
 	delete(c.jobs, j.planKey)
 	c.markers[j.planKey] = &marker{attemptID: j.attemptID, reason: reason, firstReason: j.firstReason}
-	c.trace("unresolved %s %s", j.attemptID, reason)
+	c.traceAttempt(j.attemptID, "unresolved %s %s", j.attemptID, reason)
 	c.itemEnded(j)
 }

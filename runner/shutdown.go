@@ -40,7 +40,7 @@ func (c *Coordinator) BeginShutdown(ctx context.Context) error {
 				continue // already on its way out through the holder order
 			}
 			if !c.stop(j, words.ReasonShutdown, "", nil) {
-				c.trace("shutdown: %s keeps first reason %s", j.attemptID, j.firstReason)
+				c.traceAttempt(j.attemptID, "shutdown: %s keeps first reason %s", j.attemptID, j.firstReason)
 			}
 		}
 	})

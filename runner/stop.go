@@ -44,7 +44,7 @@ func (c *Coordinator) stop(j *job, reason words.Reason, staleCause string, tx *s
 		// in this same transaction): that one wins.
 		return false
 	default:
-		c.trace("first reason %s for %s not saved: %v", reason, j.attemptID, err)
+		c.traceAttempt(j.attemptID, "first reason %s for %s not saved: %v", reason, j.attemptID, err)
 		c.noteUnsavedStop(j, reason)
 		c.applyStop(j, reason, staleCause, false)
 		return true
@@ -66,7 +66,7 @@ func (c *Coordinator) noteUnsavedStop(j *job, reason words.Reason) {
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		if !errors.Is(err, fs.ErrExist) {
-			c.trace("stop hint for %s not left: %v", j.attemptID, err)
+			c.traceAttempt(j.attemptID, "stop hint for %s not left: %v", j.attemptID, err)
 		}
 		return
 	}
@@ -84,15 +84,15 @@ func (c *Coordinator) applyStop(j *job, reason words.Reason, staleCause string, 
 		return
 	}
 	j.firstReason, j.staleCause, j.reasonSaved = reason, staleCause, saved
-	c.trace("stopping %s: %s (saved=%v)", j.attemptID, reason, saved)
+	c.traceAttempt(j.attemptID, "stopping %s: %s (saved=%v)", j.attemptID, reason, saved)
 	switch {
 	case j.handle != nil:
 		if j.settled == nil {
 			j.handle.Cancel(dReason(reason))
-			c.trace("d cancel %s %s", j.attemptID, dReason(reason))
+			c.traceAttempt(j.attemptID, "d cancel %s %s", j.attemptID, dReason(reason))
 		}
 	case j.prepBusy:
-		c.trace("abort preparation %s", j.attemptID)
+		c.traceAttempt(j.attemptID, "abort preparation %s", j.attemptID)
 		c.abortPreparation(j)
 	default:
 		// Between preparation steps (or before launch): end it now.
@@ -128,7 +128,7 @@ func (c *Coordinator) deadlinePassed(j *job) {
 	if c.jobs[j.planKey] != j || j.handle != nil || j.firstReason != "" {
 		return
 	}
-	c.trace("attempt deadline passed while preparing %s", j.attemptID)
+	c.traceAttempt(j.attemptID, "attempt deadline passed while preparing %s", j.attemptID)
 	j.prepTimedOut = true
 	if j.prepBusy {
 		c.abortPreparation(j)

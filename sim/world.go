@@ -106,7 +106,7 @@ func (w *World) boot() error {
 		Root: root, Owner: w.Owner, DiagnosticsCap: cfg.DiagnosticsCap,
 	}, runner.Deps{
 		Store: st, Capability: capability, D: w.D, Clock: w.Clock, Loop: w.Loop, IDs: w.IDs, Failpoints: w.FP,
-		Trace: w.Trace, Audit: w.audit,
+		Trace: func(_, line string) { w.Trace(line) }, Audit: w.audit,
 		StopGroup: func(_ context.Context, g dadapter.ProcessGroup) error { return w.D.StopGroup(g) },
 	})
 	if err != nil {

@@ -9,7 +9,8 @@ import (
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
-// Commands for settlement and stops.
+// The Store's publication transaction, run by hand: a result that arrives
+// late, after its job ended.
 
 func init() {
 	register(
