@@ -207,6 +207,9 @@ func (s *Store) update(fn func(*Tx) error) (err error) {
 
 // View runs fn in a read transaction; it never waits behind the gate.
 func (s *Store) View(fn func(*Tx) error) error {
+	if err := s.fp.Err("store/view"); err != nil {
+		return fmt.Errorf("store: begin read: %w", err)
+	}
 	defer s.prepareSeen()
 	sqlTx, err := s.db.BeginTx(s.ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

@@ -23,8 +23,8 @@ func init() {
 		Command{Name: "task", Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N]",
 			Summary: "asserts fields of the task's durable row",
 			Example: "task T1 status='needs human' cancel=unset", Run: cmdTask},
-		Command{Name: "status", Usage: "status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B] [startable=B] [resumable=B]",
-			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label, a plan run in progress, startable and resumable)",
+		Command{Name: "status", Usage: "[!] status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B] [startable=B] [resumable=B]",
+			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label, a plan run in progress, startable and resumable); with ! the read must fail, its error on stderr",
 			Example: "status T1 stop=cancelled saved=false label='Stopping (not saved yet)'", Run: cmdStatus},
 		Command{Name: "slots", Usage: "slots N",
 			Summary: "asserts how many runner slots are held (reserved, running, or under a marker)",
@@ -169,8 +169,10 @@ func cmdStatus(ts *gts.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: status TASK k=v...")
 	}
 	st, err := s.world(ts).Runner.Status(s.planKey(ts, a.pos[0]))
-	if err != nil {
-		s.fatal(ts, "%v", err)
+	if neg || err != nil {
+		// "! status T1": the read fails, and says why on stderr.
+		s.expect(ts, neg, "status", err)
+		return
 	}
 	got := map[string]string{"retryable": boolStr(st.Retryable), "runagain": boolStr(st.RunAgain), "stop": "none",
 		"saved": "none", "unresolved": "none", "label": st.Label, "available": boolStr(st.Available), "run": boolStr(st.PlanRun),
