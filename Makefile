@@ -1,7 +1,10 @@
 # codeboost: the two commands a new user needs are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build test scenarios vet bench demo race mutate mutate-all
+.PHONY: build test scenarios vet staticcheck bite bench demo race mutate mutate-all
+
+# staticcheck is pinned; `go run pkg@version` fetches it from the module proxy.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 build:
 	$(GO) build -o bin/codeboost ./cmd/codeboost
@@ -9,12 +12,20 @@ build:
 vet:
 	$(GO) vet ./...
 
-# test is what CI runs: vet, every package, the race detector, and the
-# scenario determinism check (same results at 1 and 2 CPUs, three times).
-test: vet
+staticcheck:
+	$(STATICCHECK) ./...
+
+# test is what CI runs: vet, staticcheck, every package (the bite test
+# builds every named mutant with -overlay and runs what claims it), then
+# every package under the race detector (the bite test skips itself there;
+# scenarios/TestTracesRepeat compares every trace at GOMAXPROCS 1 and 2).
+test: vet staticcheck
 	$(GO) test -timeout 20m ./...
 	$(GO) test -timeout 20m -race ./...
-	$(GO) test -timeout 20m ./scenarios -count=3 -race -cpu 1,2
+
+# bite runs only the bite test: every named mutant against what claims it.
+bite:
+	$(GO) test -count=1 -timeout 20m ./scenarios -run 'TestScenariosBite|TestEveryMutantIsKilled|TestMutantsApply' -v
 
 scenarios:
 	$(GO) test ./scenarios -v -run 'TestScenarios$$'
