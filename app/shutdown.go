@@ -47,10 +47,11 @@ type Publisher interface {
 // It returns what closing the Store and releasing the lock reported.
 func (a *App) shutdown() error {
 	a.log.Info("stopping")
-	a.closeAdmission()         // 1 (and step 4's stops, in the same turn)
+	a.closeAdmission()         // 1
 	a.drainRequests()          // 2
 	a.awaitPublishes()         // 2a
 	a.closeWriteGate()         // 3
+	a.stopJobs()               // 4
 	a.awaitJobs()              // 4, 5 and 5a
 	a.awaitServer()            // 6
 	errStore := a.closeStore() // 7
@@ -61,15 +62,8 @@ func (a *App) shutdown() error {
 // closeAdmission is step 1: set stopping on the server and make the
 // coordinator reject admission, in the same turn, before any active-work
 // list is copied; new runner work then fails with runner.ErrShuttingDown.
-// The publisher is aborted in this turn too (step 2a).
-//
-// runner.BeginShutdown also does step 4's stops in that turn: every pending
-// and running job gets the first reason shutdown unless it has one, and D's
-// Cancel or its preparation's abort. With no HTTP server nothing reaches a
-// job between steps 1 and 4, so this build keeps the contract's order; a
-// server whose drain is real needs the runner to close admission here and
-// stop its jobs in step 4, so that a request drained in step 2 still meets
-// its job before shutdown's reason does.
+// The publisher is aborted in this turn too (step 2a). Jobs run on until
+// step 4, so that a request drained in step 2 still meets its job as it was.
 func (a *App) closeAdmission() {
 	if a.opt.Server != nil {
 		a.opt.Server.SetStopping()
@@ -77,7 +71,7 @@ func (a *App) closeAdmission() {
 	if a.opt.Publisher != nil {
 		a.opt.Publisher.Abort()
 	}
-	if err := a.runner.BeginShutdown(context.Background()); err != nil {
+	if err := a.runner.CloseAdmission(context.Background()); err != nil {
 		a.log.Error("shutdown: admission could not be closed", "err", err)
 	}
 }
@@ -115,7 +109,16 @@ func (a *App) closeWriteGate() {
 	}
 }
 
-// awaitJobs is steps 4, 5 and 5a, which the coordinator reports together
+// stopJobs is step 4: for every pending and running attempt with an
+// in-memory job, the first reason shutdown unless one is set, then D's
+// cancel (running) or the preparation's abort (pending).
+func (a *App) stopJobs() {
+	if err := a.runner.StopJobs(context.Background()); err != nil {
+		a.log.Error("shutdown: jobs could not be stopped", "err", err)
+	}
+}
+
+// awaitJobs is the end of steps 4, 5 and 5a, which the coordinator reports together
 // (runner.Coordinator.Drained): every stopped job settles (4), ends through
 // the task-storage holder order — export, terminal write from its first
 // reason, storage removal, slot freed (5) — and every plan run in progress

@@ -22,8 +22,8 @@
 //	contract                              Go
 //	--------                              --
 //	runner coordinator                    Coordinator
-//	open → closing                        Coordinator.closing, BeginShutdown, ErrShuttingDown
-//	shutdown steps 1, 4 and 5             BeginShutdown, Drained, Shutdown
+//	open → closing                        Coordinator.closing, CloseAdmission, ErrShuttingDown
+//	shutdown steps 1, 4, 5 and 5a         CloseAdmission (1), StopJobs (4), Drained (4, 5, 5a), Shutdown
 //	admission (two steps)                 Coordinator.Admit → reserve, store.Tx.Admit
 //	slot                                  Coordinator.slotsUsed, Config.Slots
 //	in-memory job                         job
@@ -73,5 +73,5 @@
 //	recovery step 6 (requeue claim)       claimRequeues, store.Tx.RequeueCandidates, ClaimRequeue; resume claims it by CAS (store.AdmitRequest.ClaimRequeue)
 //	recovery step 7 (attempt dirs)        recoverAttemptDirs, RecoveryReport.UnownedPreparation (app.releasePreparation)
 //	recovery step 8 (open)                endRecovery, RecoveryReport.Opened
-//	shutdown steps 1 to 8                 app.closeAdmission … app.releaseLock; here BeginShutdown, Drained
+//	shutdown steps 1 to 8                 app.closeAdmission … app.releaseLock; here CloseAdmission, StopJobs, Drained
 package runner

@@ -25,26 +25,48 @@ func (c *Coordinator) write(fn func(*store.Tx) error) error {
 	return c.deps.Capability.Update(fn)
 }
 
-// BeginShutdown closes admission and stops every job with first reason
-// shutdown (a job already stopping keeps its reason). It does not wait.
-func (c *Coordinator) BeginShutdown(ctx context.Context) error {
+// CloseAdmission is shutdown step 1's coordinator half: from this event on,
+// admission is refused with ErrShuttingDown, and the coordinator never opens
+// again. Jobs run on until StopJobs (step 4), so that a request the server
+// drains in step 2 still meets its job as it was.
+func (c *Coordinator) CloseAdmission(ctx context.Context) error {
+	return c.call(ctx, c.closeAdmission)
+}
+
+func (c *Coordinator) closeAdmission() {
+	if c.closing {
+		return
+	}
+	c.open, c.closing = false, true
+	c.trace("shutdown: admission closed")
+}
+
+// StopJobs is shutdown step 4: every pending and running job gets the first
+// reason shutdown unless it has one (a job already stopping keeps its
+// reason), and D's Cancel or its preparation's abort. It closes admission
+// first if step 1 has not. It does not wait; see Drained.
+func (c *Coordinator) StopJobs(ctx context.Context) error {
 	return c.call(ctx, func() {
-		if c.closing {
-			return
-		}
-		c.open, c.closing = false, true
-		c.trace("shutdown: admission closed")
-		for _, key := range c.sortedJobKeys() {
-			j := c.jobs[key]
-			if j.settled != nil || j.ending {
-				continue // already on its way out through the holder order
-			}
-			if !c.stop(j, words.ReasonShutdown, "", nil) {
-				c.traceAttempt(j.attemptID, "shutdown: %s keeps first reason %s", j.attemptID, j.firstReason)
-			}
-		}
+		c.closeAdmission()
+		c.stopJobs()
 	})
 }
+
+func (c *Coordinator) stopJobs() {
+	for _, key := range c.sortedJobKeys() {
+		j := c.jobs[key]
+		if j.settled != nil || j.ending {
+			continue // already on its way out through the holder order
+		}
+		if !c.stop(j, words.ReasonShutdown, "", nil) {
+			c.traceAttempt(j.attemptID, "shutdown: %s keeps first reason %s", j.attemptID, j.firstReason)
+		}
+	}
+}
+
+// BeginShutdown is steps 1 and 4 in one event, for a process that has no
+// requests to drain between them. It does not wait.
+func (c *Coordinator) BeginShutdown(ctx context.Context) error { return c.StopJobs(ctx) }
 
 // Drained is closed once shutdown has begun and no job and no plan run is
 // left (steps 4, 5 and 5a). Markers may remain: each holds its slot until
