@@ -35,6 +35,8 @@ var Catalog = map[string]string{
 	"store/first-reason-write": "the write that records a first reason on the row throws",
 	"store/terminal-write":     "the attempt's terminal write throws (its outcome unknown)",
 	"store/mark-running":       "the pending → running write throws with a storage error",
+	"store/preparation-mark":   "the \"preparation starting\" write made before each preparation spawn throws with a storage error",
+	"store/baseline-write":     "the write of the task storage's metadata baseline and base onto the attempt row throws with a storage error",
 	"store/admit":              "the admission transaction throws",
 	"store/commit":             "COMMIT fails, so the transaction rolls back and AfterCommit effects are dropped",
 	"store/user-action":        "a user action throws after its writes, before COMMIT",
@@ -46,6 +48,7 @@ var Catalog = map[string]string{
 	"runner/before-mark-running":  "runs a scenario command after D's start returned, before pending → running",
 	"runner/before-publish":       "runs a scenario command after validation, right before the publication transaction",
 	"runner/before-retention":     "runs a scenario command right before retention clears a referenced file's row",
+	"runner/before-diag-sizes":    "runs a scenario command after retention listed the diagnostics directory, before it reads each listed file's size",
 	"runner/before-run-continues": "runs a scenario command after a plan run's item freed its slot, before the run admits the next item",
 }
 

@@ -133,6 +133,7 @@ func (c *Coordinator) retention() {
 	if err != nil {
 		return
 	}
+	c.fp.Hook("runner/before-diag-sizes")
 	var files []diagFile
 	var total int64
 	for _, e := range entries {

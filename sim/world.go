@@ -216,8 +216,10 @@ func (w *World) ID(name string) (string, error) {
 
 var uuidInLine = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`)
 
-// Trace appends one line, with known IDs replaced by their names and the
-// virtual time in front.
+// Trace appends one line, with known IDs replaced by their names, the
+// world's directory (a fresh temporary one on every run, named by paths in
+// errors) by <world>, the runner owner token by <owner>, and the virtual
+// time in front.
 func (w *World) Trace(line string) {
 	if w.nextName != "" && strings.HasPrefix(line, "admitted ") {
 		if id := uuidInLine.FindString(line); id != "" && w.aliases[id] == "" {
@@ -226,6 +228,9 @@ func (w *World) Trace(line string) {
 		}
 	}
 	line = uuidInLine.ReplaceAllStringFunc(line, w.Name)
+	if w.Dir != "" {
+		line = strings.ReplaceAll(line, w.Dir, "<world>")
+	}
 	line = strings.ReplaceAll(line, w.Owner, "<owner>")
 	w.trace = append(w.trace, fmt.Sprintf("%s %s", w.Clock.Now().Sub(Epoch), line))
 }

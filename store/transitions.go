@@ -380,6 +380,9 @@ func (t *Tx) SetAllocation(attemptID, allocationID string) error {
 // SetStorageBaseline saves the storage's metadata baseline and base commit
 // as soon as allocation returns; export after a crash needs both.
 func (t *Tx) SetStorageBaseline(attemptID, baseline, base string) error {
+	if err := t.s.fp.Err("store/baseline-write"); err != nil {
+		return err
+	}
 	return t.setAttemptField(attemptID, `metadata_baseline = ?, storage_base = ?`, baseline, base)
 }
 
@@ -392,6 +395,9 @@ func (t *Tx) RecordSafetyFinding(attemptID, finding string) error {
 // MarkPreparationStarting saves preparation_started_at with a null group,
 // before the spawn.
 func (t *Tx) MarkPreparationStarting(attemptID string, at time.Time) error {
+	if err := t.s.fp.Err("store/preparation-mark"); err != nil {
+		return err
+	}
 	return t.setAttemptField(attemptID, `preparation_started_at = ?, preparation_pgid = NULL, preparation_identity = NULL`, at.UnixMilli())
 }
 

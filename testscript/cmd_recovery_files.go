@@ -30,6 +30,9 @@ func init() {
 		Command{Name: "diagtext", Usage: "diagtext ATTEMPT REGEXP",
 			Summary: "asserts that the attempt's <attemptId>.diff in this database's diagnostics directory matches REGEXP",
 			Example: "diagtext A 'a/second'", Run: cmdDiagText},
+		Command{Name: "remove-diagfile-by-hand", Usage: "remove-diagfile-by-hand ATTEMPT",
+			Summary: "a person deletes the attempt's <attemptId>.diff from this database's diagnostics directory by hand",
+			Example: "remove-diagfile-by-hand O", Run: cmdRemoveDiagFileByHand},
 		Command{Name: "diagfiles", Usage: "diagfiles N",
 			Summary: "asserts how many .diff files this database's diagnostics directory holds",
 			Example: "diagfiles 1", Run: cmdDiagFiles},
@@ -50,6 +53,16 @@ func cmdMislabelledStorage(ts *gts.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s still has task storage", args[0])
 	}
 	w.D.AddStorage(dadapter.StorageOwner{RunnerOwner: w.Owner, AttemptID: id, AllocationID: actionID("mislabelled:" + args[0])})
+}
+
+func cmdRemoveDiagFileByHand(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: remove-diagfile-by-hand ATTEMPT")
+	}
+	s := get(ts)
+	if err := os.Remove(filepath.Join(s.diagDir(ts), s.attempt(ts, args[0])+".diff")); err != nil {
+		ts.Fatalf("remove-diagfile-by-hand: %v", err)
+	}
 }
 
 func cmdDiagText(ts *gts.TestScript, neg bool, args []string) {
