@@ -134,6 +134,10 @@ func (c *Coordinator) markPreparationStarting(j *job) bool {
 		}
 		return tx.MarkPreparationStarting(j.attemptID, c.deps.Clock.Now())
 	}); err != nil {
+		// The baseline rode in the write that failed: save it on its own,
+		// so that the storage stays exportable if the terminal write fails
+		// too and a crash follows.
+		c.saveBaseline(j, nil)
 		c.preparationFailed(j, "preparation mark: "+err.Error())
 		return false
 	}
