@@ -216,8 +216,9 @@ func (w *World) ID(name string) (string, error) {
 
 var uuidInLine = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`)
 
-// Trace appends one line, with known IDs replaced by their names and the
-// virtual time in front.
+// Trace appends one line, with known IDs replaced by their names, the
+// world's directory by <world>, the owner token by <owner>, and the virtual
+// time in front.
 func (w *World) Trace(line string) {
 	if w.nextName != "" && strings.HasPrefix(line, "admitted ") {
 		if id := uuidInLine.FindString(line); id != "" && w.aliases[id] == "" {
@@ -226,6 +227,11 @@ func (w *World) Trace(line string) {
 		}
 	}
 	line = uuidInLine.ReplaceAllStringFunc(line, w.Name)
+	if w.Dir != "" {
+		// A path in an error (a failed listing, say) names this run's
+		// temporary directory, and the trace must repeat byte for byte.
+		line = strings.ReplaceAll(line, w.Dir, "<world>")
+	}
 	line = strings.ReplaceAll(line, w.Owner, "<owner>")
 	w.trace = append(w.trace, fmt.Sprintf("%s %s", w.Clock.Now().Sub(Epoch), line))
 }
