@@ -41,6 +41,8 @@ var Catalog = map[string]string{
 	"store/commit":             "COMMIT fails, so the transaction rolls back and AfterCommit effects are dropped",
 	"store/user-action":        "a user action throws after its writes, before COMMIT",
 	"store/view":               "a read transaction (Store.View and the reads built on it: Task, Attempt, PresentContext, …) fails with a storage error before it begins",
+	"store/requeue-read":       "step 6's read of the tasks to requeue (Tx.RequeueCandidates, in startup recovery's write transactions) fails with a storage error",
+	"store/rebase-read":        "step 4's read of the recorded rebase markers (Tx.RebasesInProgress) fails with a storage error",
 	"store/before-commit":      "runs a scenario command after a write transaction's writes, right before its COMMIT (the transaction holds the Store's one connection: use commands that do not read the Store, such as d-cancels or traced)",
 
 	// Hooks that let a scenario act between two statements of one event.

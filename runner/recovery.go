@@ -346,9 +346,8 @@ func (c *Coordinator) abortRebases() error {
 			}
 			aborted = append(aborted, m.PlanKey+" "+m.AttemptID)
 		}
-		if len(aborted) == 0 {
-			return nil
-		}
+		// Step 3's transaction claimed every other candidate, so with no
+		// marker cleared this lists nothing.
 		requeue, err = c.claimRequeues(tx)
 		return err
 	})

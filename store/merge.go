@@ -235,6 +235,9 @@ func (t *Tx) AbortRebase(planKey, attemptID string) (bool, error) {
 // marker whose JSON has no attemptId is listed with an empty one: recovery
 // cannot clear it by compare-and-swap and reports it.
 func (t *Tx) RebasesInProgress() ([]Rebase, error) {
+	if err := t.s.fp.Err("store/rebase-read"); err != nil {
+		return nil, err
+	}
 	rows, err := t.query(`SELECT plan_key, rebase_in_progress FROM tasks WHERE rebase_in_progress IS NOT NULL ORDER BY plan_key`)
 	if err != nil {
 		return nil, err

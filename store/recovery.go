@@ -91,6 +91,9 @@ func (t *Tx) PreparationGroups() ([]Attempt, error) {
 // A task with a recorded rebase is listed only once step 4 aborted it.
 // Sorted by plan key.
 func (t *Tx) RequeueCandidates() ([]string, error) {
+	if err := t.s.fp.Err("store/requeue-read"); err != nil {
+		return nil, err
+	}
 	rows, err := t.query(`SELECT t.plan_key FROM tasks t JOIN attempts a ON a.id = t.current_attempt_id
 		WHERE ((a.state = 'cancelled' AND a.first_reason = 'shutdown') OR (a.state = 'failed' AND a.diagnostic LIKE ? ESCAPE '\'))
 		AND t.status NOT IN (?, ?, ?, ?, ?, ?)

@@ -411,13 +411,9 @@ func (l *Lock) Verify() error {
 	if l.released {
 		return errors.New("runner lock: Verify after Release")
 	}
-	var fst syscall.Stat_t
-	if err := syscall.Fstat(l.fd, &fst); err != nil {
-		return fmt.Errorf("runner lock: fstat %s: %w", l.path, err)
-	}
-	if fst.Nlink != 1 {
-		return fmt.Errorf("runner lock: %s now has %d links: %w", l.path, fst.Nlink, ErrChanged)
-	}
+	// The canonical path comes first: if it still names the locked file,
+	// its lstat is that file's, link count included, so a second link made
+	// anywhere is seen here without an fstat of step 1's descriptor.
 	paths := []string{l.path}
 	if l.given != l.path {
 		paths = append(paths, l.given)

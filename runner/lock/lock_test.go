@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -585,11 +586,17 @@ func TestNotRegularRefused(t *testing.T) {
 	w.lockDirAbsent()
 }
 
-// Step 4.
+// TestVerifyDetectsSwappedFile is step 4: whichever way the path stops
+// naming the locked file, Verify refuses with ErrChanged, and its message,
+// which startup exits with, says what it found: the path gone (with
+// lstat's own error), another file, a second link, or not a regular file.
+//
+// kills: mutant/verify-hides-lstat-error
 func TestVerifyDetectsSwappedFile(t *testing.T) {
 	cases := []struct {
 		name string
 		swap func(t *testing.T, db string)
+		says string // a regexp the error must match
 	}{
 		{"renamed over", func(t *testing.T, db string) {
 			other := db + ".other"
@@ -597,17 +604,17 @@ func TestVerifyDetectsSwappedFile(t *testing.T) {
 			if err := os.Rename(other, db); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, `codeboost\.db is now device [0-9]+ inode [0-9]+, not the locked device`},
 		{"removed", func(t *testing.T, db string) {
 			if err := os.Remove(db); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, `lstat .*codeboost\.db: no such file or directory`},
 		{"hard-linked", func(t *testing.T, db string) {
 			if err := os.Link(db, db+".alias"); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, `codeboost\.db now has 2 links`},
 		{"replaced by a symlink to itself", func(t *testing.T, db string) {
 			if err := os.Rename(db, db+".moved"); err != nil {
 				t.Fatal(err)
@@ -615,7 +622,7 @@ func TestVerifyDetectsSwappedFile(t *testing.T) {
 			if err := os.Symlink(db+".moved", db); err != nil {
 				t.Fatal(err)
 			}
-		}},
+		}, `codeboost\.db is no longer a regular file`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -627,8 +634,12 @@ func TestVerifyDetectsSwappedFile(t *testing.T) {
 				t.Fatalf("Verify before the swap: %v", err)
 			}
 			c.swap(t, db)
-			if err := l.Verify(); !errors.Is(err, ErrChanged) {
+			err := l.Verify()
+			if !errors.Is(err, ErrChanged) {
 				t.Fatalf("Verify after the swap = %v, want ErrChanged", err)
+			}
+			if !regexp.MustCompile(c.says).MatchString(err.Error()) {
+				t.Fatalf("Verify after the swap = %q, want it to say %q", err, c.says)
 			}
 		})
 	}
@@ -652,6 +663,26 @@ func TestVerifyDetectsSwappedFile(t *testing.T) {
 			t.Fatalf("Verify = %v, want ErrChanged", err)
 		}
 	})
+}
+
+// TestVerifyAfterReleaseFails: a released lock holds nothing, so Verify no
+// longer vouches for the path, even though the file it names is unchanged
+// (step 4 checks the file this process holds the lock for, and "Keep the
+// lock connection, and so the OS lock, open until shutdown step 8").
+//
+// kills: mutant/verify-after-release
+func TestVerifyAfterReleaseFails(t *testing.T) {
+	w := newWorld(t)
+	l := w.acquire(w.db("codeboost.db"))
+	if err := l.Verify(); err != nil {
+		t.Fatalf("Verify while held: %v", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Verify(); err == nil || !strings.Contains(err.Error(), "Verify after Release") {
+		t.Fatalf("Verify after Release = %v, want an error saying so", err)
+	}
 }
 
 // R022: Release, then Acquire again; the lock file is still there.
