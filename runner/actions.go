@@ -66,6 +66,12 @@ func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp 
 			if j == nil || j.attemptID != r.AttemptID {
 				return store.Response{}, &store.Refusal{Code: store.CodeIllegal, Message: "that attempt is not running in this process"}
 			}
+			if a, err := tx.Attempt(r.AttemptID); err == nil && words.Terminal(a.State) {
+				// Its terminal write has landed: the job only releases what
+				// outlives it (host files, task storage), and nothing is left
+				// to stop.
+				return store.Response{}, &store.Refusal{Code: store.CodeIllegal, Message: fmt.Sprintf("that attempt has already ended (%s)", a.State)}
+			}
 			c.noticeStale(j, tx)
 			if !c.stop(j, words.ReasonCancelled, "", tx) {
 				reason := j.firstReason
@@ -127,10 +133,13 @@ func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp sto
 // stop. Both stops are then in one action and the first (stale) wins, even
 // before the commit (rule 1); the cancel's stop that follows loses. Without
 // it the row would end cancelled with a context that is not current, which
-// can be neither retried nor run again.
+// can be neither retried nor run again. This holds for a job that D has
+// already settled too: until its terminal write the row is running, a cancel
+// still records its first reason on it, and that reason decides the row
+// (redecide).
 func (c *Coordinator) noticeStale(j *job, tx *store.Tx) {
-	if j.firstReason != "" || j.settled != nil {
-		return
+	if j.firstReason != "" {
+		return // the first reason wins (stop would refuse the stale one)
 	}
 	a, err := tx.Attempt(j.attemptID)
 	if err != nil || a.FirstReason != "" || words.Terminal(a.State) {
