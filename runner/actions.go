@@ -33,15 +33,17 @@ func (r ActionRequest) action(kind string) store.Action {
 		}{r.AttemptID, r.ExpectedStateVersion, r.ExpectedReviewVersion}}
 }
 
-func checkVersion(tx *store.Tx, planKey string, expected int64) error {
+// checkVersion reads the task in the action's transaction and compares its
+// state version with the caller's; the action goes on with that one read.
+func checkVersion(tx *store.Tx, planKey string, expected int64) (store.Task, error) {
 	task, err := tx.Task(planKey)
 	if err != nil {
-		return err
+		return task, err
 	}
 	if task.StateVersion != expected {
-		return &store.Refusal{Code: store.CodeStaleVersion, Message: fmt.Sprintf("state version is %d, not %d", task.StateVersion, expected)}
+		return task, &store.Refusal{Code: store.CodeStaleVersion, Message: fmt.Sprintf("state version is %d, not %d", task.StateVersion, expected)}
 	}
-	return nil
+	return task, nil
 }
 
 // CancelAttempt stops the current run; the task stays open.
@@ -52,10 +54,7 @@ func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp 
 			return
 		}
 		resp, err = c.deps.Store.UserAction(r.action("cancel-attempt"), func(tx *store.Tx) (store.Response, error) {
-			if err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion); err != nil {
-				return store.Response{}, err
-			}
-			task, err := tx.Task(r.PlanKey)
+			task, err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion)
 			if err != nil {
 				return store.Response{}, err
 			}
@@ -98,7 +97,7 @@ func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp sto
 			return
 		}
 		resp, err = c.deps.Store.UserAction(r.action("cancel-task"), func(tx *store.Tx) (store.Response, error) {
-			if err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion); err != nil {
+			if _, err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion); err != nil {
 				return store.Response{}, err
 			}
 			j := c.jobs[r.PlanKey]
