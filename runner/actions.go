@@ -33,15 +33,17 @@ func (r ActionRequest) action(kind string) store.Action {
 		}{r.AttemptID, r.ExpectedStateVersion, r.ExpectedReviewVersion}}
 }
 
-func checkVersion(tx *store.Tx, planKey string, expected int64) error {
+// checkVersion reads the task in the action's transaction and compares its
+// state version with the caller's; the action goes on with that one read.
+func checkVersion(tx *store.Tx, planKey string, expected int64) (store.Task, error) {
 	task, err := tx.Task(planKey)
 	if err != nil {
-		return err
+		return task, err
 	}
 	if task.StateVersion != expected {
-		return &store.Refusal{Code: store.CodeStaleVersion, Message: fmt.Sprintf("state version is %d, not %d", task.StateVersion, expected)}
+		return task, &store.Refusal{Code: store.CodeStaleVersion, Message: fmt.Sprintf("state version is %d, not %d", task.StateVersion, expected)}
 	}
-	return nil
+	return task, nil
 }
 
 // CancelAttempt stops the current run; the task stays open.
@@ -52,10 +54,7 @@ func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp 
 			return
 		}
 		resp, err = c.deps.Store.UserAction(r.action("cancel-attempt"), func(tx *store.Tx) (store.Response, error) {
-			if err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion); err != nil {
-				return store.Response{}, err
-			}
-			task, err := tx.Task(r.PlanKey)
+			task, err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion)
 			if err != nil {
 				return store.Response{}, err
 			}
@@ -65,6 +64,12 @@ func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp 
 			j := c.jobs[r.PlanKey]
 			if j == nil || j.attemptID != r.AttemptID {
 				return store.Response{}, &store.Refusal{Code: store.CodeIllegal, Message: "that attempt is not running in this process"}
+			}
+			if a, err := tx.Attempt(r.AttemptID); err == nil && words.Terminal(a.State) {
+				// Its terminal write has landed: the job only releases what
+				// outlives it (host files, task storage), and nothing is left
+				// to stop.
+				return store.Response{}, &store.Refusal{Code: store.CodeIllegal, Message: fmt.Sprintf("that attempt has already ended (%s)", a.State)}
 			}
 			c.noticeStale(j, tx)
 			if !c.stop(j, words.ReasonCancelled, "", tx) {
@@ -92,7 +97,7 @@ func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp sto
 			return
 		}
 		resp, err = c.deps.Store.UserAction(r.action("cancel-task"), func(tx *store.Tx) (store.Response, error) {
-			if err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion); err != nil {
+			if _, err := checkVersion(tx, r.PlanKey, r.ExpectedStateVersion); err != nil {
 				return store.Response{}, err
 			}
 			j := c.jobs[r.PlanKey]
@@ -127,10 +132,13 @@ func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp sto
 // stop. Both stops are then in one action and the first (stale) wins, even
 // before the commit (rule 1); the cancel's stop that follows loses. Without
 // it the row would end cancelled with a context that is not current, which
-// can be neither retried nor run again.
+// can be neither retried nor run again. This holds for a job that D has
+// already settled too: until its terminal write the row is running, a cancel
+// still records its first reason on it, and that reason decides the row
+// (redecide).
 func (c *Coordinator) noticeStale(j *job, tx *store.Tx) {
-	if j.firstReason != "" || j.settled != nil {
-		return
+	if j.firstReason != "" {
+		return // the first reason wins (stop would refuse the stale one)
 	}
 	a, err := tx.Attempt(j.attemptID)
 	if err != nil || a.FirstReason != "" || words.Terminal(a.State) {

@@ -216,12 +216,10 @@ func (c *Coordinator) publish() {
 		s.tasks[k] = taskFacts{attemptID: j.attemptID, stopReason: j.firstReason, stopSaved: j.reasonSaved}
 	}
 	for k, m := range c.markers {
-		f := s.tasks[k]
-		f.unresolved, f.markerAttempt = m.reason, m.attemptID
-		if f.attemptID == "" {
-			f.attemptID, f.stopReason = m.attemptID, m.firstReason
-		}
-		s.tasks[k] = f
+		// No job shares a marker's task (reserve refuses one, and toMarker
+		// drops the job), and Status shows no stopRequested beside an
+		// unresolved marker: the marker's facts are its own two.
+		s.tasks[k] = taskFacts{unresolved: m.reason, markerAttempt: m.attemptID}
 	}
 	c.snap.Store(s)
 }

@@ -50,7 +50,7 @@ func notCurrent(f *terminalFacts) { f.presentCause = presentCause }
 // state" (settlement) and of startup recovery's step 3 (finalization), row
 // by row in the contract's order, with the contract's exact words.
 //
-// kills: mutant/no-first-reason-wins mutant/no-stale-precedence mutant/shutdown-beats-d-reason
+// kills: mutant/no-first-reason-wins mutant/no-stale-precedence mutant/shutdown-beats-d-reason mutant/summary-marks-whole-tail-cut
 func TestDecideTerminal(t *testing.T) {
 	timedOut30 := words.TimedOutAfter(30)
 	if timedOut30 != "Timed out after 30 minutes" {
@@ -100,6 +100,8 @@ func TestDecideTerminal(t *testing.T) {
 			outcome{state: words.Failed, diagnostic: "D stopped the invocation: cancelled"}},
 		{"none, long output: the bounded tail", with(settledFacts("", ""), func(f *terminalFacts) { f.exitCode, f.output = 1, strings.Repeat("a", 600)+"END" }),
 			outcome{state: words.Failed, diagnostic: "exit code 1: …" + strings.Repeat("a", 509) + "END"}},
+		{"none, output of exactly the tail's 512 bytes: whole, with no mark of a cut", with(settledFacts("", ""), func(f *terminalFacts) { f.exitCode, f.output = 1, strings.Repeat("a", 509)+"END" }),
+			outcome{state: words.Failed, diagnostic: "exit code 1: " + strings.Repeat("a", 509) + "END"}},
 		{"none, budget and deadline passed do not count at settlement", with(settledFacts("", ""), func(f *terminalFacts) { f.budgetPassed, f.deadlinePassed = true, true }),
 			outcome{publish: true, state: words.Completed}},
 

@@ -168,6 +168,7 @@ func (c *Coordinator) finishAfterSettle(j *job, o outcome) {
 		return
 	}
 	c.exportPartial(j, func(ref, exportErr string) {
+		o := c.redecide(j, o)
 		if exportErr != "" {
 			if o.diagnostic != "" {
 				o.diagnostic += "; "
@@ -177,6 +178,26 @@ func (c *Coordinator) finishAfterSettle(j *job, o outcome) {
 		o.diagnosticRef = ref
 		c.writeTerminal(j, o, func() { c.afterTerminal(j, o.state) })
 	})
+}
+
+// redecide applies rule 2 again right before the terminal write of a job
+// whose decision waited on I/O (the partial-output export, and before it the
+// commit extraction). The row was still running meanwhile, so a cancel attempt
+// or cancel task could record a first reason on it, and a context change could
+// make it non-current; once a first reason is recorded, or the context is no
+// longer current, only the matching terminal state is legal, and the Store
+// would refuse the earlier decision (leaving a marker, though nothing failed).
+// A decision nothing has overruled is kept, with its diagnostic.
+func (c *Coordinator) redecide(j *job, o outcome) outcome {
+	n, _, err := c.decide(j)
+	switch {
+	case err != nil:
+		return o // the decision stands; the terminal write's own guard reads the rows again
+	case n.publish, n.state == o.state && n.firstReason == o.firstReason:
+		return o
+	}
+	c.traceAttempt(j.attemptID, "decided again %s: %s (was %s)", j.attemptID, n.state, o.state)
+	return n
 }
 
 // writeTerminal is the terminal write. On failure the job becomes a marker

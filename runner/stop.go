@@ -45,7 +45,7 @@ func (c *Coordinator) stop(j *job, reason words.Reason, staleCause string, tx *s
 		return false
 	default:
 		c.traceAttempt(j.attemptID, "first reason %s for %s not saved: %v", reason, j.attemptID, err)
-		c.noteUnsavedStop(j, reason)
+		c.noteUnsavedStop(j)
 		c.applyStop(j, reason, staleCause, false)
 		return true
 	}
@@ -58,10 +58,13 @@ func (c *Coordinator) stop(j *job, reason words.Reason, staleCause string, tx *s
 // stop may have been requested" to the diagnostic, and this file, written
 // outside the database that just failed, is how it knows that a write may
 // have failed. It is best effort: with no attempt directory yet (a stop
-// during storage allocation) there is nowhere to leave it.
+// during storage allocation) there is nowhere to leave it. It is empty: its
+// existence is all recovery reads, and it carries no reason because recovery
+// "cannot recover a reason that was never saved" and must not try (the
+// reason is in the trace and the log).
 const stopHintName = "stop-requested"
 
-func (c *Coordinator) noteUnsavedStop(j *job, reason words.Reason) {
+func (c *Coordinator) noteUnsavedStop(j *job) {
 	p := filepath.Join(c.attemptDir(j.attemptID), stopHintName)
 	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
@@ -70,7 +73,6 @@ func (c *Coordinator) noteUnsavedStop(j *job, reason words.Reason) {
 		}
 		return
 	}
-	f.WriteString(string(reason) + "\n")
 	f.Close()
 }
 

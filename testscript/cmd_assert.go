@@ -1,6 +1,7 @@
 package testscript
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,8 +18,8 @@ import (
 
 func init() {
 	register(
-		Command{Name: "attempt", Usage: "attempt ATTEMPT [state=S] [first=R|none] [cause=TEXT] [stop=R|none] [exit=N|none] [diag=TEXT] [diag~=REGEXP] [ref=present|absent] [finding=TEXT|none] [allocation=set|unset] [baseline=set|unset] [kind=K] [item=N|none] [deadline=D]",
-			Summary: "asserts fields of the attempt's durable row (deadline: how long after the world's start, as the trace counts time); a mismatch prints a diff",
+		Command{Name: "attempt", Usage: "attempt ATTEMPT [state=S] [first=R|none] [cause=TEXT] [stop=R|none] [exit=N|none] [diag=TEXT] [diag~=REGEXP] [ref=present|absent] [finding=TEXT|none] [unreleased=N|none] [allocation=set|unset] [baseline=set|unset] [kind=K] [item=N|none] [deadline=D]",
+			Summary: "asserts fields of the attempt's durable row (deadline: how long after the world's start, as the trace counts time; unreleased: how many resources the saved list names); a mismatch prints a diff",
 			Example: "attempt A state=cancelled first=cancelled", Run: cmdAttempt},
 		Command{Name: "task", Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N]",
 			Summary: "asserts fields of the task's durable row",
@@ -123,8 +124,22 @@ func cmdAttempt(ts *gts.TestScript, neg bool, args []string) {
 	if at.Item != nil {
 		got["item"] = strconv.Itoa(*at.Item)
 	}
+	got["unreleased"] = unreleasedCount(at.Unreleased)
 	got["deadline"] = at.Deadline.Sub(sim.Epoch).String()
 	s.compare(ts, "attempt "+a.pos[0], a.kv, got)
+}
+
+// unreleasedCount is how many resources an attempt's saved unreleased list
+// names: "none" for no list, the raw text for one that is not a JSON list.
+func unreleasedCount(saved string) string {
+	if saved == "" {
+		return "none"
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal([]byte(saved), &list); err != nil || list == nil {
+		return saved
+	}
+	return strconv.Itoa(len(list))
 }
 
 func cmdTask(ts *gts.TestScript, neg bool, args []string) {

@@ -1,0 +1,106 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// TestNewRefusesABadConfig: the owner token is used as a label and in every
+// path under the runner root, so a coordinator is never built with one that
+// is not 32 lowercase hex, nor with a root that is not absolute, whatever
+// else is missing.
+//
+// kills: mutant/new-ignores-bad-config
+func TestNewRefusesABadConfig(t *testing.T) {
+	cases := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"owner token with a path in it", Config{Root: "/var/lib/codeboost", Owner: "../x"}, "owner token"},
+		{"owner token in upper case", Config{Root: "/var/lib/codeboost", Owner: strings.Repeat("A", 32)}, "owner token"},
+		{"relative root", Config{Root: "runner", Owner: strings.Repeat("a", 32)}, "absolute path"},
+	}
+	for _, c := range cases {
+		if _, err := New(c.cfg, Deps{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: New = %v, want an error about the %s", c.name, err, c.want)
+		}
+	}
+}
+
+// TestEntryPointsReportAnEventThatNeverRan: every entry point hands its work
+// to the loop and waits. When the event never ran (the loop had stopped, or
+// the caller's context ended first), the caller gets that error, never an
+// empty answer that looks like success: a user action that applied nothing
+// for a passing reason must say so, so the UI may resend it.
+//
+// kills: mutant/cancel-hides-call-error
+func TestEntryPointsReportAnEventThatNeverRan(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "db"), store.Options{Now: time.Now, IDs: ids.Random{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	loop := NewGoroutineLoop()
+	c, err := New(Config{Root: dir, Owner: ids.Random{}.Token()},
+		Deps{Store: st, Capability: st.ShutdownCapability(), D: &goD{}, Clock: NewRealClock(), Loop: loop, IDs: ids.Random{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
+	if err := st.Update(func(tx *store.Tx) error { return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s"}) }); err != nil {
+		t.Fatal(err)
+	}
+	r := ActionRequest{PlanKey: id.Key(), AttemptID: ids.Random{}.UUID(), ActionID: ids.Random{}.UUID()}
+	entries := []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"CancelAttempt", func(ctx context.Context) error { _, err := c.CancelAttempt(ctx, r); return err }},
+		{"CancelTask", func(ctx context.Context) error { _, err := c.CancelTask(ctx, r); return err }},
+		{"Retry", func(ctx context.Context) error { _, err := c.Retry(ctx, r); return err }},
+		{"RunAgain", func(ctx context.Context) error { _, err := c.RunAgain(ctx, r); return err }},
+		{"Start", func(ctx context.Context) error { _, err := c.Start(ctx, r); return err }},
+		{"Resume", func(ctx context.Context) error { _, err := c.Resume(ctx, r); return err }},
+		{"Admit", func(ctx context.Context) error {
+			_, err := c.Admit(ctx, AdmitRequest{PlanKey: id.Key(), Kind: words.KindReview})
+			return err
+		}},
+		{"ChangeContext", func(ctx context.Context) error {
+			return c.ChangeContext(ctx, id.Key(), func(*store.Tx) error { return nil })
+		}},
+		{"BeginShutdown", func(ctx context.Context) error { return c.BeginShutdown(ctx) }},
+	}
+
+	// The caller's context ended before the event was delivered.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, e := range entries {
+		if err := e.call(ctx); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with an ended context: %v, want %v", e.name, err, context.Canceled)
+		}
+	}
+
+	// The loop has stopped.
+	loop.Stop()
+	for _, e := range entries {
+		if err := e.call(context.Background()); !errors.Is(err, ErrStopped) {
+			t.Errorf("%s after the loop stopped: %v, want %v", e.name, err, ErrStopped)
+		}
+	}
+	if as, err := st.Attempts(id.Key()); err != nil || len(as) != 0 {
+		t.Errorf("attempts: %v, %v; want none", as, err)
+	}
+}
