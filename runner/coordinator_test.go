@@ -3,10 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
@@ -44,18 +42,7 @@ func TestNewRefusesABadConfig(t *testing.T) {
 //
 // kills: mutant/cancel-hides-call-error
 func TestEntryPointsReportAnEventThatNeverRan(t *testing.T) {
-	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "db"), store.Options{Now: time.Now, IDs: ids.Random{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	loop := NewGoroutineLoop()
-	c, err := New(Config{Root: dir, Owner: ids.Random{}.Token()},
-		Deps{Store: st, Capability: st.ShutdownCapability(), D: &goD{}, Clock: NewRealClock(), Loop: loop, IDs: ids.Random{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, st, loop := productionCoordinator(t, 1, &goD{})
 	if err := c.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}

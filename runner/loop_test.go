@@ -226,20 +226,8 @@ func (d *goD) RecoverLeftovers(ctx context.Context, owner string, done func(dada
 // and clock, with D answering from other goroutines and status reads racing
 // the loop, so that -race checks the one-owner rule.
 func TestProductionWiringUnderRace(t *testing.T) {
-	dir := t.TempDir()
-	st, err := store.Open(filepath.Join(dir, "db"), store.Options{Now: time.Now, IDs: ids.Random{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	loop := NewGoroutineLoop()
-	defer loop.Stop()
 	d := &goD{handles: map[string]*goHandle{}}
-	c, err := New(Config{Root: dir, Owner: ids.Random{}.Token(), Slots: 4},
-		Deps{Store: st, Capability: st.ShutdownCapability(), D: d, Clock: NewRealClock(), Loop: loop, IDs: ids.Random{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, st, _ := productionCoordinator(t, 4, d)
 	c.Open(context.Background())
 	var keys []string
 	for _, task := range []string{"a", "b", "c", "d"} {
@@ -302,4 +290,25 @@ func TestProductionWiringUnderRace(t *testing.T) {
 			t.Errorf("%s: %+v, want %s", key, as, want[i])
 		}
 	}
+}
+
+// productionCoordinator wires a coordinator as the application does: the
+// goroutine loop, the real clock and a Store on a file, with d answering.
+// The loop stops and the Store closes when the test ends.
+func productionCoordinator(t *testing.T, slots int, d dadapter.D) (*Coordinator, *store.Store, *GoroutineLoop) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(filepath.Join(dir, "db"), store.Options{Now: time.Now, IDs: ids.Random{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	loop := NewGoroutineLoop()
+	t.Cleanup(loop.Stop)
+	c, err := New(Config{Root: dir, Owner: ids.Random{}.Token(), Slots: slots},
+		Deps{Store: st, Capability: st.ShutdownCapability(), D: d, Clock: NewRealClock(), Loop: loop, IDs: ids.Random{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, st, loop
 }
