@@ -84,7 +84,7 @@ func sweepStatements(t *testing.T, c faultCase, value string) {
 			if got := store.RefusalCode(err); got != c.want || (err != nil && got == "") {
 				t.Fatalf("with no fault (%d statements): %v, want %s", k-1, err, outcome(c.want))
 			}
-			t.Logf("%s: %d statements, each failed in turn", c.name, k-1)
+			t.Logf("%d statements, each failed in turn", k-1)
 			return
 		}
 		after := e.dump()
