@@ -16,7 +16,7 @@ import (
 // (no "/", which would let two identities share one plan key, and never "."
 // or ".."). Every refusal is bad-input and leaves the database unchanged.
 //
-// kills: mutant/finding-id-unchecked mutant/identity-unchecked
+// kills: mutant/finding-id-unchecked mutant/create-task-skips-identity-check
 func TestFindingIDsAndIdentitiesAreChecked(t *testing.T) {
 	e := newEnv(t)
 	key := e.newTask(words.StatusInReview)

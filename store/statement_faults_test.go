@@ -365,6 +365,13 @@ func faultCases() []faultCase {
 			e.rawExec(`UPDATE tasks SET status = 'queued' WHERE plan_key = ?`, key)
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.Publish(a.ID, nil, "", 0); return err })
 		}},
+		{name: "publish, completion guard with a safety finding", setup: func(e *env) func() error {
+			key := e.newTask("")
+			a := e.running(key, words.KindReview)
+			e.update(func(tx *store.Tx) error { return tx.RecordSafetyFinding(a.ID, "wrote outside its scope") })
+			e.rawExec(`UPDATE tasks SET status = 'queued' WHERE plan_key = ?`, key)
+			return e.inTx(func(tx *store.Tx) error { _, err := tx.Publish(a.ID, nil, "", 0); return err })
+		}},
 		{name: "attempt fields", setup: func(e *env) func() error {
 			a := e.admit(e.newTask(""), words.KindReview)
 			at := e.clock.Now()
