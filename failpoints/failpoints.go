@@ -8,9 +8,10 @@
 // through the Set it was given. Production passes a nil Set: every failpoint is
 // off and costs one nil check.
 //
-// Only deterministic terms are allowed ("return", "N*return", "off"): the
-// library's "N%" draws from a wall-clock-seeded source and "sleep" sleeps for
-// real, and neither can be replayed.
+// Only deterministic terms are allowed ("return", "N*return", "off", and
+// "K*off->N*return": pass K evaluations, then fire N times): the library's
+// "N%" draws from a wall-clock-seeded source and "sleep" sleeps for real,
+// and neither can be replayed.
 //
 // Every failpoint is listed in Catalog with what it simulates; a test in
 // scenarios fails if one is defined but used by no scenario.
@@ -43,6 +44,7 @@ var Catalog = map[string]string{
 	"store/view":               "a read transaction (Store.View and the reads built on it: Task, Attempt, PresentContext, …) fails with a storage error before it begins",
 	"store/requeue-read":       "step 6's read of the tasks to requeue (Tx.RequeueCandidates, in startup recovery's write transactions) fails with a storage error",
 	"store/rebase-read":        "step 4's read of the recorded rebase markers (Tx.RebasesInProgress) fails with a storage error",
+	"store/statement":          "the next SQL statement a transaction runs fails with a storage error (K*off->1*return: the (K+1)-th; return(\"step\"): a query fails after its first row, the others at once)",
 	"store/before-commit":      "runs a scenario command after a write transaction's writes, right before its COMMIT (the transaction holds the Store's one connection: use commands that do not read the Store, such as d-cancels or traced)",
 
 	// Hooks that let a scenario act between two statements of one event.
@@ -66,7 +68,11 @@ type Set struct {
 // New returns an empty Set.
 func New() *Set { return &Set{on: map[string]bool{}} }
 
-var deterministic = regexp.MustCompile(`^(\d+\*)?return(\(.*\))?$|^off$`)
+// deterministic matches the terms Enable accepts: an optional count of
+// evaluations passed over ("K*off->"), an optional count of firings, and
+// return with an optional value that holds no ")" (so that no second term
+// can hide inside it).
+var deterministic = regexp.MustCompile(`^(\d+\*off->)?(\d+\*)?return(\([^)]*\))?$|^off$`)
 
 // Enable turns a catalogued failpoint on with deterministic terms.
 func (s *Set) Enable(name, terms string) error {
@@ -74,7 +80,7 @@ func (s *Set) Enable(name, terms string) error {
 		return fmt.Errorf("unknown failpoint %q (see failpoints.Catalog)", name)
 	}
 	if !deterministic.MatchString(terms) {
-		return fmt.Errorf("failpoint %s: terms %q are not replayable; use return, N*return or off", name, terms)
+		return fmt.Errorf("failpoint %s: terms %q are not replayable; use return, N*return, K*off->N*return or off", name, terms)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -106,7 +112,9 @@ func (s *Set) Eval(name string) (any, bool) {
 		return nil, false
 	}
 	v, err := s.fps.Eval(name)
-	if err != nil {
+	if err != nil || v == nil {
+		// An "off" term evaluates to no value and no error: it passes
+		// this evaluation over (return always has a value).
 		return nil, false
 	}
 	return v, true

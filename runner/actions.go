@@ -65,17 +65,27 @@ func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp 
 			if j == nil || j.attemptID != r.AttemptID {
 				return store.Response{}, &store.Refusal{Code: store.CodeIllegal, Message: "that attempt is not running in this process"}
 			}
-			if a, err := tx.Attempt(r.AttemptID); err == nil && words.Terminal(a.State) {
+			a, err := tx.Attempt(r.AttemptID)
+			if err != nil {
+				return store.Response{}, err
+			}
+			if words.Terminal(a.State) {
 				// Its terminal write has landed: the job only releases what
 				// outlives it (host files, task storage), and nothing is left
 				// to stop.
 				return store.Response{}, &store.Refusal{Code: store.CodeIllegal, Message: fmt.Sprintf("that attempt has already ended (%s)", a.State)}
 			}
-			c.noticeStale(j, tx)
+			if err := c.noticeStale(j, tx); err != nil {
+				return store.Response{}, err
+			}
 			if !c.stop(j, words.ReasonCancelled, "", tx) {
 				reason := j.firstReason
-				if a, err := tx.Attempt(r.AttemptID); err == nil && reason == "" {
-					reason = a.FirstReason // recorded earlier in this same action
+				if reason == "" {
+					reread, err := tx.Attempt(r.AttemptID)
+					if err != nil {
+						return store.Response{}, err
+					}
+					reason = reread.FirstReason // recorded earlier in this same action
 				}
 				return store.Response{Outcome: "already-stopping", AttemptID: r.AttemptID, Message: "A stop was already requested: " + string(reason)}, nil
 			}
@@ -102,7 +112,9 @@ func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp sto
 			}
 			j := c.jobs[r.PlanKey]
 			if j != nil {
-				c.noticeStale(j, tx)
+				if err := c.noticeStale(j, tx); err != nil {
+					return store.Response{}, err
+				}
 			}
 			if j != nil && j.firstReason != "" {
 				// The first reason is already held (maybe unsaved): keep
@@ -135,23 +147,29 @@ func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp sto
 // can be neither retried nor run again. This holds for a job that D has
 // already settled too: until its terminal write the row is running, a cancel
 // still records its first reason on it, and that reason decides the row
-// (redecide).
-func (c *Coordinator) noticeStale(j *job, tx *store.Tx) {
+// (redecide). A failed read is the action's storage error: the action then
+// records nothing and its resend checks again, so a stop never wins over a
+// context change it could not see.
+func (c *Coordinator) noticeStale(j *job, tx *store.Tx) error {
 	if j.firstReason != "" {
-		return // the first reason wins (stop would refuse the stale one)
+		return nil // the first reason wins (stop would refuse the stale one)
 	}
 	a, err := tx.Attempt(j.attemptID)
-	if err != nil || a.FirstReason != "" || words.Terminal(a.State) {
-		return
+	if err != nil {
+		return err
+	}
+	if a.FirstReason != "" || words.Terminal(a.State) {
+		return nil
 	}
 	present, err := tx.PresentContext(j.planKey)
 	if err != nil {
-		return
+		return err
 	}
 	if cause := store.StaleCause(a.Context, present); cause != "" {
 		c.traceAttempt(j.attemptID, "context changed for %s: %s (noticed by a user action)", j.attemptID, cause)
 		c.stop(j, words.ReasonStale, cause, tx)
 	}
+	return nil
 }
 
 func cancelTaskResponse(outcome, attemptID string) store.Response {

@@ -1,5 +1,10 @@
 package store
 
+import (
+	"database/sql"
+	"errors"
+)
+
 // The methods in this file change something an attempt depends on: the plan
 // revision, the snapshot, the assignment or the referenced code. Each one
 // increases tasks.context_generation (and with it the state version) in the
@@ -11,8 +16,12 @@ package store
 // expectedRevision is the caller's compare-and-swap.
 func (t *Tx) ImportRevision(planKey string, expectedRevision int, items []string) (int, error) {
 	var rev int
-	if err := t.queryRow(`SELECT revision FROM plans WHERE key = ?`, planKey).Scan(&rev); err != nil {
+	err := t.queryRow(`SELECT revision FROM plans WHERE key = ?`, planKey).Scan(&rev)
+	if errors.Is(err, sql.ErrNoRows) {
 		return 0, refuse(CodeNotFound, "no plan %q", planKey)
+	}
+	if err != nil {
+		return 0, err // a storage error, never the refusal a user action would record
 	}
 	if rev != expectedRevision {
 		return 0, refuse(CodeStaleVersion, "plan is at revision %d, not %d", rev, expectedRevision)

@@ -287,25 +287,102 @@ func (s *Store) prepareSeen() {
 	}
 }
 
+// statementFault is the store/statement failpoint, evaluated once for every
+// statement a transaction runs (a nil Set in production: one nil check). It
+// returns the storage error the statement fails with, or nil; afterFirstRow
+// is true when the fault's value is "step": a query then returns its first
+// row and fails at its next step, as a read error partway through a result
+// does (exec and queryRow fail at once either way).
+func (t *Tx) statementFault() (afterFirstRow bool, err error) {
+	v, ok := t.s.fp.Eval("store/statement")
+	if !ok {
+		return false, nil
+	}
+	return v == "step", errors.New("store: statement failed: failpoint store/statement")
+}
+
 func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
+	if _, err := t.statementFault(); err != nil {
+		return nil, err
+	}
 	if p := t.stmt(q); p != nil {
 		return p.ExecContext(t.s.ctx, args...)
 	}
 	return t.tx.ExecContext(t.s.ctx, q, args...)
 }
 
-func (t *Tx) queryRow(q string, args ...any) *sql.Row {
-	if p := t.stmt(q); p != nil {
-		return p.QueryRowContext(t.s.ctx, args...)
-	}
-	return t.tx.QueryRowContext(t.s.ctx, q, args...)
+// row is queryRow's result: the *sql.Row of the statement, or the storage
+// error the store/statement failpoint failed it with. database/sql cannot
+// make a *sql.Row that carries a given error, so the fault is kept here and
+// Scan returns it, as a failed statement's Scan would.
+type row struct {
+	r   *sql.Row
+	err error // the injected fault; r is nil when it is set
 }
 
-func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
-	if p := t.stmt(q); p != nil {
-		return p.QueryContext(t.s.ctx, args...)
+// Scan is sql.Row's Scan.
+func (r row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
 	}
-	return t.tx.QueryContext(t.s.ctx, q, args...)
+	return r.r.Scan(dest...)
+}
+
+func (t *Tx) queryRow(q string, args ...any) row {
+	if _, err := t.statementFault(); err != nil {
+		return row{err: err}
+	}
+	if p := t.stmt(q); p != nil {
+		return row{r: p.QueryRowContext(t.s.ctx, args...)}
+	}
+	return row{r: t.tx.QueryRowContext(t.s.ctx, q, args...)}
+}
+
+// rows is query's result: the statement's *sql.Rows, which the
+// store/statement failpoint (value "step") may fail after its first row.
+type rows struct {
+	*sql.Rows
+	fail    error // the injected fault, or nil
+	stepped bool  // with fail set: the first row was offered
+}
+
+// Next is sql.Rows' Next; with a fault, the step after the first row fails
+// (the first, when the result is empty).
+func (r *rows) Next() bool {
+	if r.fail == nil {
+		return r.Rows.Next()
+	}
+	if r.stepped {
+		return false
+	}
+	r.stepped = true
+	return r.Rows.Next()
+}
+
+// Err is sql.Rows' Err, or the injected fault.
+func (r *rows) Err() error {
+	if r.fail != nil {
+		return r.fail
+	}
+	return r.Rows.Err()
+}
+
+func (t *Tx) query(q string, args ...any) (*rows, error) {
+	afterFirstRow, fault := t.statementFault()
+	if fault != nil && !afterFirstRow {
+		return nil, fault
+	}
+	var r *sql.Rows
+	var err error
+	if p := t.stmt(q); p != nil {
+		r, err = p.QueryContext(t.s.ctx, args...)
+	} else {
+		r, err = t.tx.QueryContext(t.s.ctx, q, args...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &rows{Rows: r, fail: fault}, nil
 }
 
 func (t *Tx) nowMS() int64 { return t.s.now().UnixMilli() }
