@@ -10,9 +10,9 @@
 // The runner depends only on injected interfaces: its Store, the D contract
 // (package dadapter), a Clock and a Loop. The very code `codeboost serve`
 // runs is the code the scenarios drive; there is no scenario-only branch and
-// no mutant switch (mutants are files under scenarios/mutants, applied with
-// `go test -overlay`). Failpoints here are only the catalogued interleaving
-// hooks; a disabled one costs one nil check.
+// no switch that turns a guard off for a test (scenarios/README.md says how
+// the scenarios show that they bite). Failpoints here are only the
+// catalogued interleaving hooks; a disabled one costs one nil check.
 //
 // It may import store, dadapter, words, ids, failpoints and
 // github.com/benbjohnson/clock; never sim, testscript or web.
