@@ -13,7 +13,7 @@ var failpointMethods = map[string]bool{
 }
 
 // traceFuncs print and do nothing else.
-var traceFuncs = map[string]bool{"trace": true, "Trace": true, "tracef": true, "logf": true}
+var traceFuncs = map[string]bool{"trace": true, "traceAttempt": true, "Trace": true, "tracef": true, "logf": true}
 
 // noisy reports whether n, outside the bodies of function literals in it,
 // calls a failpoint or trace function or names a "mutant/…".
