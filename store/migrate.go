@@ -51,13 +51,11 @@ func (s *Store) migrateV5() error {
 		return err
 	}
 	defer tx.Rollback()
-	exec := func(q string, args ...any) error {
-		_, err := tx.ExecContext(s.ctx, q, args...)
-		return err
-	}
+	t := &Tx{s: s, tx: tx}
+	exec := t.execOnce
 	has := func(table string) (bool, error) {
 		var n int
-		err := tx.QueryRowContext(s.ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n)
+		err := t.queryRowOnce(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n)
 		return n > 0, err
 	}
 	if ok, err := has("plans"); err != nil {
@@ -107,7 +105,7 @@ func (s *Store) migrateV5() error {
 			return fmt.Errorf("store: migrate v5: merge attempts: %w", err)
 		}
 		// A merged task's task-closed, keyed by its latest (merged) attempt.
-		rows, err := tx.QueryContext(s.ctx, `SELECT t.plan_key, (SELECT m.id FROM merge_attempts m WHERE m.plan_key = t.plan_key
+		rows, err := t.queryOnce(`SELECT t.plan_key, (SELECT m.id FROM merge_attempts m WHERE m.plan_key = t.plan_key
 				ORDER BY m.created_at DESC, m.rowid DESC LIMIT 1)
 			FROM tasks t WHERE t.status = ? ORDER BY t.plan_key`, words.StatusMerged)
 		if err != nil {
@@ -127,7 +125,6 @@ func (s *Store) migrateV5() error {
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		t := &Tx{s: s, tx: tx}
 		for _, m := range merged {
 			if err := t.insertEvent(Event{PlanKey: m[0], ActionID: m[1], Kind: words.EventTaskClosed, SourceRef: m[0]}); err != nil {
 				return fmt.Errorf("store: migrate v5: task-closed of %s: %w", m[0], err)
@@ -144,6 +141,38 @@ func (s *Store) migrateV5() error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// execOnce, queryRowOnce and queryOnce are exec, queryRow and query for
+// the statements a migration runs once: they are never prepared (a DDL text
+// holds several statements, and none is worth a place in the statement
+// cache), and each is subject to the store/statement failpoint as the Tx
+// helpers are, so that every statement of a migration can be made to fail.
+func (t *Tx) execOnce(q string, args ...any) error {
+	if _, err := t.statementFault(); err != nil {
+		return err
+	}
+	_, err := t.tx.ExecContext(t.s.ctx, q, args...)
+	return err
+}
+
+func (t *Tx) queryRowOnce(q string, args ...any) row {
+	if _, err := t.statementFault(); err != nil {
+		return row{err: err}
+	}
+	return row{r: t.tx.QueryRowContext(t.s.ctx, q, args...)}
+}
+
+func (t *Tx) queryOnce(q string, args ...any) (*rows, error) {
+	afterFirstRow, fault := t.statementFault()
+	if fault != nil && !afterFirstRow {
+		return nil, fault
+	}
+	r, err := t.tx.QueryContext(t.s.ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return &rows{Rows: r, fail: fault}, nil
 }
 
 // schemaIfMissing is the v6 schema with every CREATE made idempotent: it adds

@@ -10,14 +10,38 @@ import (
 	"github.com/codeboost/codeboost/ids"
 )
 
+// statementHelpers is one family of a transaction's statement helpers: the
+// Tx helpers every Store operation uses (prepared and cached), or the
+// migration's, which run their statements unprepared, once.
+type statementHelpers struct {
+	name     string
+	exec     func(tx *Tx, q string, args ...any) error
+	queryRow func(tx *Tx, q string, args ...any) row
+	query    func(tx *Tx, q string, args ...any) (*rows, error)
+}
+
+var statementFamilies = []statementHelpers{
+	{"prepared", func(tx *Tx, q string, args ...any) error { _, err := tx.exec(q, args...); return err },
+		(*Tx).queryRow, (*Tx).query},
+	{"once", (*Tx).execOnce, (*Tx).queryRowOnce, (*Tx).queryOnce},
+}
+
 // TestStatementFaultFailsWhereItSays pins what the store/statement failpoint
-// does to each kind of statement, so that the statement-fault sweep fails
-// statements the way its two modes say: exec and queryRow fail at once; a
-// query fails at once with "return", and with return("step") returns its
-// first row and then fails, Next answering false and Err the fault (an
-// empty result fails at its first step). A statement with no fault armed
-// runs.
+// does to each kind of statement, so that the statement-fault sweeps (of the
+// Store's operations and of the v5 → v6 migration) fail statements the way
+// its two modes say: exec and queryRow fail at once; a query fails at once
+// with "return", and with return("step") returns its first row and then
+// fails, Next answering false and Err the fault (an empty result fails at
+// its first step). A statement with no fault armed runs, and one that fails
+// by itself (its table is missing) returns its own error. Both families of
+// statement helpers behave alike.
 func TestStatementFaultFailsWhereItSays(t *testing.T) {
+	for _, h := range statementFamilies {
+		t.Run(h.name, func(t *testing.T) { statementFaultFailsWhereItSays(t, h) })
+	}
+}
+
+func statementFaultFailsWhereItSays(t *testing.T, h statementHelpers) {
 	fp := failpoints.New()
 	now := time.Date(2026, 9, 25, 12, 0, 0, 0, time.UTC)
 	s, err := Open(filepath.Join(t.TempDir(), "codeboost.db"), Options{Now: func() time.Time { return now }, IDs: ids.NewSeeded(1), Failpoints: fp})
@@ -27,8 +51,7 @@ func TestStatementFaultFailsWhereItSays(t *testing.T) {
 	defer s.Close()
 	for _, k := range []string{"a", "b", "c"} {
 		if err := s.Update(func(tx *Tx) error {
-			_, err := tx.exec(`INSERT INTO app_settings (key, value) VALUES (?, 'v')`, k)
-			return err
+			return h.exec(tx, `INSERT INTO app_settings (key, value) VALUES (?, 'v')`, k)
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +65,7 @@ func TestStatementFaultFailsWhereItSays(t *testing.T) {
 	}
 	read := func(q string) (n int, err error) {
 		err = s.View(func(tx *Tx) error {
-			rows, err := tx.query(q)
+			rows, err := h.query(tx, q)
 			if err != nil {
 				return err
 			}
@@ -75,15 +98,14 @@ func TestStatementFaultFailsWhereItSays(t *testing.T) {
 		arm(terms)
 		err := s.View(func(tx *Tx) error {
 			var v string
-			return tx.queryRow(`SELECT value FROM app_settings WHERE key = 'a'`).Scan(&v)
+			return h.queryRow(tx, `SELECT value FROM app_settings WHERE key = 'a'`).Scan(&v)
 		})
 		if !isFault(err) {
 			t.Errorf("queryRow, %s: %v, want the fault", terms, err)
 		}
 		arm(terms)
 		err = s.Update(func(tx *Tx) error {
-			_, err := tx.exec(`UPDATE app_settings SET value = 'w' WHERE key = 'a'`)
-			return err
+			return h.exec(tx, `UPDATE app_settings SET value = 'w' WHERE key = 'a'`)
 		})
 		if !isFault(err) {
 			t.Errorf("exec, %s: %v, want the fault", terms, err)
@@ -92,8 +114,11 @@ func TestStatementFaultFailsWhereItSays(t *testing.T) {
 	fp.Disable("store/statement")
 	var v string
 	if err := s.View(func(tx *Tx) error {
-		return tx.queryRow(`SELECT value FROM app_settings WHERE key = 'a'`).Scan(&v)
+		return h.queryRow(tx, `SELECT value FROM app_settings WHERE key = 'a'`).Scan(&v)
 	}); err != nil || v != "v" {
 		t.Errorf("with no fault armed: %q %v (the failed updates must not have landed)", v, err)
+	}
+	if n, err := read(`SELECT key FROM no_such_table`); err == nil || isFault(err) || n != 0 {
+		t.Errorf("query of a missing table: %d rows, %v; want its own error", n, err)
 	}
 }
