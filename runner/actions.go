@@ -264,21 +264,48 @@ func (c *Coordinator) ChangeContext(ctx context.Context, planKey string, change 
 		if err = c.deps.Store.Update(change); err != nil {
 			return
 		}
-		j := c.jobs[planKey]
-		if j == nil || j.settled != nil {
-			return
-		}
-		a, aerr := c.deps.Store.Attempt(j.attemptID)
-		present, perr := c.deps.Store.PresentContext(planKey)
-		if aerr != nil || perr != nil {
-			return
-		}
-		if cause := store.StaleCause(a.Context, present); cause != "" {
-			c.traceAttempt(j.attemptID, "context changed for %s: %s", j.attemptID, cause)
-			c.stop(j, words.ReasonStale, cause, nil)
-		}
+		c.noticeContextChange(planKey)
 	}); callErr != nil {
 		return callErr
 	}
 	return
+}
+
+// ReviewAction runs a review or plan user action (a note, a choice, an
+// approval, a rejection, a plan import) as an event, through
+// Store.UserAction, so that the Store keeps one writer and a replay applies
+// nothing. It is not admission: a request the HTTP server admitted before
+// shutdown still saves its action while it drains, and the Store's write
+// gate refuses it after step 3. When the action changed the task's context
+// (a rejection or an import makes a new plan revision), the active attempt
+// is stopped as stale, as ChangeContext does.
+func (c *Coordinator) ReviewAction(ctx context.Context, a store.Action, fn func(tx *store.Tx) (store.Response, error)) (resp store.Response, err error) {
+	if callErr := c.call(ctx, func() {
+		resp, err = c.deps.Store.UserAction(a, fn)
+		if err == nil && !resp.Replayed {
+			c.noticeContextChange(a.PlanKey)
+		}
+	}); callErr != nil {
+		return store.Response{}, callErr
+	}
+	return
+}
+
+// noticeContextChange records first reason stale on the task's active
+// attempt when a committed write left its captured context no longer
+// current (detected staleness).
+func (c *Coordinator) noticeContextChange(planKey string) {
+	j := c.jobs[planKey]
+	if j == nil || j.settled != nil {
+		return
+	}
+	a, aerr := c.deps.Store.Attempt(j.attemptID)
+	present, perr := c.deps.Store.PresentContext(planKey)
+	if aerr != nil || perr != nil {
+		return
+	}
+	if cause := store.StaleCause(a.Context, present); cause != "" {
+		c.traceAttempt(j.attemptID, "context changed for %s: %s", j.attemptID, cause)
+		c.stop(j, words.ReasonStale, cause, nil)
+	}
 }

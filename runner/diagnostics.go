@@ -193,3 +193,7 @@ func (c *Coordinator) retention() {
 		}
 	}
 }
+
+// DiagnosticsDir is where this runner saves partial output
+// (<diagnosticsDir or root>/<owner>/diagnostics), for the diff view.
+func (c *Coordinator) DiagnosticsDir() string { return c.diagnosticsDir() }

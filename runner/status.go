@@ -32,6 +32,12 @@ type Status struct {
 	StopRequested *StopRequested
 	Unresolved    *Unresolved
 	Label         string // the current attempt's screen label, or ""
+	// Labels is every attempt's screen label, by attempt ID: the current
+	// one's is Label; an older one's comes from its row alone.
+	Labels map[string]string
+	// ReviewVersion is the plan's review version, read with the rows: start
+	// and resume send it back as expectedReviewVersion.
+	ReviewVersion int
 	PlanRun       bool   // a plan run is in progress (start and resume are refused)
 	// Startable and Resumable are GET /api/runner's startable and
 	// resumable: the Store's own checks of start and resume at the present
@@ -55,6 +61,11 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 		}
 		startErr, resumeErr = tx.CanStart(planKey), tx.CanResume(planKey)
 		st.Attempts, err = tx.Attempts(planKey)
+		if err != nil {
+			return err
+		}
+		plan, err := tx.Plan(planKey)
+		st.ReviewVersion = plan.ReviewVersion
 		return err
 	})
 	if err != nil {
@@ -74,15 +85,18 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 		st.Unresolved = &Unresolved{AttemptID: facts.markerAttempt, Reason: facts.unresolved}
 	}
 	var last *store.Attempt
+	st.Labels = make(map[string]string, len(st.Attempts))
 	for i := range st.Attempts {
 		if st.Attempts[i].ID == st.Task.CurrentAttemptID {
 			last = &st.Attempts[i]
 		}
+		st.Labels[st.Attempts[i].ID] = label(st.Attempts[i], nil, nil)
 	}
 	if last == nil {
 		return st, nil
 	}
 	st.Label = label(*last, st.StopRequested, st.Unresolved)
+	st.Labels[last.ID] = st.Label
 	if held || !snap.open || snap.unreleased {
 		return st, nil
 	}

@@ -94,18 +94,44 @@ func (p planProgress) next() (item int, ok bool) {
 }
 
 // approvalGate is "Both require an approval for every item at the current
-// plan revision": each approval must be later than the latest choice; an
-// item not yet completed needs one from the current snapshot; a completed
-// item keeps one from the snapshot its execution used (or the current one).
+// plan revision".
 func (t *Tx) approvalGate(planKey string, p planProgress) error {
+	approved, err := t.approvedItems(planKey, p)
+	if err != nil {
+		return err
+	}
+	for _, it := range p.items {
+		if !approved[it.Item] {
+			return refuse(CodeNotApproved, "item %d of revision %d has no current approval", it.Item, p.plan.Revision)
+		}
+	}
+	return nil
+}
+
+// ApprovedItems says, for each item of the current plan revision, whether
+// it holds an approval the execution gate accepts, so the review screen
+// marks any other as needing (re)approval.
+func (t *Tx) ApprovedItems(planKey string) (map[int]bool, error) {
+	p, err := t.planProgress(planKey)
+	if err != nil {
+		return nil, err
+	}
+	return t.approvedItems(planKey, p)
+}
+
+// approvedItems is the gate's rule: each approval must be later than the
+// latest choice; an item not yet completed needs one from the current
+// snapshot; a completed item keeps one from the snapshot its execution
+// used (or the current one).
+func (t *Tx) approvedItems(planKey string, p planProgress) (map[int]bool, error) {
 	var latestChoice int
 	if err := t.queryRow(`SELECT COALESCE(MAX(review_version), 0) FROM choices WHERE plan_key = ?`, planKey).Scan(&latestChoice); err != nil {
-		return err
+		return nil, err
 	}
 	rows, err := t.query(`SELECT item, snapshot_id FROM approvals WHERE plan_key = ? AND revision = ? AND review_version > ?`,
 		planKey, p.plan.Revision, latestChoice)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rows.Close()
 	approved := map[int]map[string]bool{}
@@ -113,7 +139,7 @@ func (t *Tx) approvalGate(planKey string, p planProgress) error {
 		var item int
 		var snapshot string
 		if err := rows.Scan(&item, &snapshot); err != nil {
-			return err
+			return nil, err
 		}
 		if approved[item] == nil {
 			approved[item] = map[string]bool{}
@@ -121,18 +147,17 @@ func (t *Tx) approvalGate(planKey string, p planProgress) error {
 		approved[item][snapshot] = true
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
+	out := make(map[int]bool, len(p.items))
 	for _, it := range p.items {
 		ok := approved[it.Item][p.plan.SnapshotID]
 		if used, done := p.completed[it.Item]; done && approved[it.Item][used] {
 			ok = true
 		}
-		if !ok {
-			return refuse(CodeNotApproved, "item %d of revision %d has no current approval", it.Item, p.plan.Revision)
-		}
+		out[it.Item] = ok
 	}
-	return nil
+	return out, nil
 }
 
 // runnable holds the refusals start and resume share, in the contract's

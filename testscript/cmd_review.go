@@ -58,10 +58,8 @@ func (s *scenario) reviewAction(ts *gts.TestScript, neg bool, a argSet, key, kin
 	actionID := s.action(a)
 	var resp store.Response
 	var err error
-	w.Loop.Call(context.Background(), func() {
-		resp, err = w.Store.UserAction(store.Action{PlanKey: key, ActionID: actionID, Kind: kind, Request: request},
-			func(tx *store.Tx) (store.Response, error) { return fn(tx, actionID) })
-	})
+	resp, err = w.Runner.ReviewAction(context.Background(), store.Action{PlanKey: key, ActionID: actionID, Kind: kind, Request: request},
+		func(tx *store.Tx) (store.Response, error) { return fn(tx, actionID) })
 	printResponse(ts, s, resp)
 	s.expect(ts, neg, kind, err)
 }

@@ -1,0 +1,342 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/codeboost/codeboost/store"
+)
+
+// A review action carries at most one note per plan item, each within the
+// feedback-event text bound.
+const maxReviewBody = 512 << 10
+
+// ReviewReply is GET /api/review: the plan as the reviewer sees it, with
+// its notes, choices, findings and the task's history.
+type ReviewReply struct {
+	Name          string          `json:"name"`
+	Revision      int             `json:"revision"`
+	SnapshotID    string          `json:"snapshotId"`
+	ReviewVersion int             `json:"reviewVersion"`
+	StateVersion  int64           `json:"stateVersion"`
+	TaskStatus    string          `json:"taskStatus"`
+	Items         []ReviewItem    `json:"items"`
+	Notes         []ReviewNote    `json:"notes"`
+	Choices       []store.Choice  `json:"choices"`
+	Findings      []ReviewFinding `json:"findings"`
+	History       []HistoryRow    `json:"history"`
+	Head          string          `json:"head"` // the repository's HEAD, as read by this load
+}
+
+// ReviewItem is one item of the current plan revision.
+type ReviewItem struct {
+	Item     int    `json:"item"`
+	Title    string `json:"title"`
+	RunAgain bool   `json:"runAgain"`
+	Approved bool   `json:"approved"` // holds an approval the execution gate accepts
+}
+
+// ReviewNote is one saved note.
+type ReviewNote struct {
+	ID        int64     `json:"id"`
+	Revision  int       `json:"revision"`
+	Item      *int      `json:"item"`
+	Text      string    `json:"text"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ReviewFinding is one open problem.
+type ReviewFinding struct {
+	ID     string `json:"id"`
+	Text   string `json:"text"`
+	Status string `json:"status"`
+}
+
+// HistoryRow is one ledger entry.
+type HistoryRow struct {
+	AttemptID string `json:"attemptId"`
+	Commit    string `json:"commit"`
+}
+
+// getReview is GET /api/review: the review load. When the repository's HEAD
+// has moved past the task's referenced code, the load records it in the
+// task's history first, through the write gate: after shutdown step 3 that
+// write fails and the load answers 503, never a partial view.
+func (s *Server) getReview(w http.ResponseWriter, r *http.Request) {
+	t, ok := s.tasks[r.URL.Query().Get("task")]
+	if !ok {
+		writeError(w, http.StatusNotFound, codeNotFound, "no configured task is called "+quote(r.URL.Query().Get("task")))
+		return
+	}
+	key := t.Identity.Key()
+	var head string
+	if s.opt.Head != nil {
+		h, err := s.opt.Head(t)
+		if err != nil {
+			s.log.Warn("review load: the repository's HEAD could not be read", "task", t.Name, "err", err)
+		}
+		head = h
+	}
+	if head != "" {
+		if err := s.opt.Runner.ChangeContext(r.Context(), key, func(tx *store.Tx) error {
+			task, err := tx.Task(key)
+			if err != nil || task.ReferencedCodeHash == head {
+				return err
+			}
+			return tx.RecordHistory(key, "", head)
+		}); err != nil {
+			s.storageError(w, "GET /api/review", err)
+			return
+		}
+	}
+	reply := ReviewReply{Name: t.Name, Head: head, Items: []ReviewItem{}, Notes: []ReviewNote{}, Findings: []ReviewFinding{}, History: []HistoryRow{}}
+	err := s.opt.Store.View(func(tx *store.Tx) error {
+		plan, err := tx.Plan(key)
+		if err != nil {
+			return err
+		}
+		task, err := tx.Task(key)
+		if err != nil {
+			return err
+		}
+		reply.Revision, reply.SnapshotID, reply.ReviewVersion = plan.Revision, plan.SnapshotID, plan.ReviewVersion
+		reply.StateVersion, reply.TaskStatus = task.StateVersion, string(task.Status)
+		items, err := tx.PlanItems(key, plan.Revision)
+		if err != nil {
+			return err
+		}
+		approved, err := tx.ApprovedItems(key)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			reply.Items = append(reply.Items, ReviewItem{Item: it.Item, Title: it.Title, RunAgain: it.RunAgain, Approved: approved[it.Item]})
+		}
+		notes, err := tx.Notes(key)
+		if err != nil {
+			return err
+		}
+		for _, n := range notes {
+			reply.Notes = append(reply.Notes, ReviewNote{ID: n.ID, Revision: n.Revision, Item: n.Item, Text: n.Text, CreatedAt: n.CreatedAt})
+		}
+		if reply.Choices, err = tx.Choices(key); err != nil {
+			return err
+		}
+		if reply.Choices == nil {
+			reply.Choices = []store.Choice{}
+		}
+		findings, err := tx.Findings(key)
+		if err != nil {
+			return err
+		}
+		for _, f := range findings {
+			reply.Findings = append(reply.Findings, ReviewFinding{ID: f.ID, Text: f.Text, Status: f.Status})
+		}
+		history, err := tx.History(key)
+		for _, h := range history {
+			reply.History = append(reply.History, HistoryRow{AttemptID: h.AttemptID, Commit: h.Commit})
+		}
+		return err
+	})
+	if err != nil {
+		s.storageError(w, "GET /api/review", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// ReviewAction is POST /api/review's body: one review action. Which fields
+// it needs depends on Action:
+//
+//	reject          expectedRevision, notes (each text, and item or none for the whole plan)
+//	change-note     item, text
+//	accept-segment  choiceKey
+//	assign-segment  choiceKey, item
+//	accept-finding  findingId
+//	guidance        text (sends a needs-human task back)
+//	approve         item, expectedReviewVersion
+type ReviewAction struct {
+	Task                  string       `json:"task"`
+	Action                string       `json:"action"`
+	ActionID              string       `json:"actionId"`
+	ExpectedRevision      int          `json:"expectedRevision,omitempty"`
+	ExpectedReviewVersion int          `json:"expectedReviewVersion,omitempty"`
+	Item                  *int         `json:"item,omitempty"`
+	Text                  string       `json:"text,omitempty"`
+	ChoiceKey             string       `json:"choiceKey,omitempty"`
+	FindingID             string       `json:"findingId,omitempty"`
+	Notes                 []ActionNote `json:"notes,omitempty"`
+}
+
+// ActionNote is one note of a rejection.
+type ActionNote struct {
+	Item *int   `json:"item,omitempty"`
+	Text string `json:"text"`
+}
+
+// reviewAction is one review action's check of its own fields (before any
+// transaction: bad input is 400 and stores nothing) and its write, run
+// inside Store.UserAction with its feedback event in the same transaction.
+type reviewAction struct {
+	check func(a ReviewAction) error
+	apply func(tx *store.Tx, key string, a ReviewAction) (store.Response, error)
+}
+
+var reviewActions = map[string]reviewAction{
+	"reject": {
+		check: func(a ReviewAction) error {
+			if a.ExpectedRevision < 1 {
+				return fmt.Errorf("reject needs expectedRevision")
+			}
+			if len(a.Notes) == 0 || len(a.Notes) > 200 {
+				return fmt.Errorf("reject needs 1 to 200 notes")
+			}
+			for i, n := range a.Notes {
+				if err := checkText(fmt.Sprintf("notes[%d].text", i), n.Text); err != nil {
+					return err
+				}
+				if n.Item != nil && *n.Item < 1 {
+					return fmt.Errorf("notes[%d].item must be a plan item number", i)
+				}
+			}
+			return nil
+		},
+		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
+			notes := make([]store.NoteInput, len(a.Notes))
+			for i, n := range a.Notes {
+				notes[i] = store.NoteInput{Item: n.Item, Text: n.Text}
+			}
+			rev, err := tx.RejectWithFeedback(key, a.ActionID, a.ExpectedRevision, notes)
+			return store.Response{Outcome: "rejected", Message: "plan revision " + strconv.Itoa(rev)}, err
+		},
+	},
+	"change-note": {
+		check: func(a ReviewAction) error { return firstErr(checkItem(a.Item), checkText("text", a.Text)) },
+		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
+			id, err := tx.ChangeNote(key, a.ActionID, *a.Item, a.Text)
+			return store.Response{Outcome: "saved", Message: "note " + strconv.FormatInt(id, 10)}, err
+		},
+	},
+	"accept-segment": {
+		check: func(a ReviewAction) error { return checkRef("choiceKey", a.ChoiceKey) },
+		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
+			return store.Response{Outcome: "saved"}, tx.AcceptSegment(key, a.ActionID, a.ChoiceKey)
+		},
+	},
+	"assign-segment": {
+		check: func(a ReviewAction) error { return firstErr(checkRef("choiceKey", a.ChoiceKey), checkItem(a.Item)) },
+		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
+			return store.Response{Outcome: "saved"}, tx.AssignSegment(key, a.ActionID, a.ChoiceKey, *a.Item)
+		},
+	},
+	"accept-finding": {
+		check: func(a ReviewAction) error { return checkRef("findingId", a.FindingID) },
+		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
+			return store.Response{Outcome: "saved"}, tx.AcceptFinding(key, a.ActionID, a.FindingID)
+		},
+	},
+	"guidance": {
+		check: func(a ReviewAction) error { return checkText("text", a.Text) },
+		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
+			id, err := tx.NeedsHumanGuidance(key, a.ActionID, a.Text)
+			return store.Response{Outcome: "sent-back", Message: "note " + strconv.FormatInt(id, 10)}, err
+		},
+	},
+	"approve": {
+		check: func(a ReviewAction) error {
+			if a.ExpectedReviewVersion < 0 {
+				return fmt.Errorf("expectedReviewVersion must not be negative")
+			}
+			return checkItem(a.Item)
+		},
+		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
+			plan, err := tx.Plan(key)
+			if err != nil {
+				return store.Response{}, err
+			}
+			if plan.ReviewVersion != a.ExpectedReviewVersion {
+				return store.Response{}, &store.Refusal{Code: store.CodeStaleReview,
+					Message: fmt.Sprintf("review version is %d, not %d: review the plan again", plan.ReviewVersion, a.ExpectedReviewVersion)}
+			}
+			v, err := tx.Approve(key, *a.Item)
+			return store.Response{Outcome: "approved", Message: "review version " + strconv.Itoa(v)}, err
+		},
+	},
+}
+
+// postReview is POST /api/review: one review action, as a user action on
+// the coordinator's loop.
+func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
+	var a ReviewAction
+	if !decode(w, r, maxReviewBody, &a) {
+		return
+	}
+	t, ok := s.actionTarget(w, a.Task, a.ActionID)
+	if !ok {
+		return
+	}
+	act, ok := reviewActions[a.Action]
+	if !ok {
+		writeError(w, http.StatusBadRequest, codeBadInput, "unknown review action "+quote(a.Action))
+		return
+	}
+	if err := act.check(a); err != nil {
+		s.metrics.outcome("bad-input")
+		writeError(w, http.StatusBadRequest, codeBadInput, err.Error())
+		return
+	}
+	key := t.Identity.Key()
+	request := a
+	request.Task, request.ActionID = "", "" // the action ID is the key, the task is the plan key
+	resp, err := s.opt.Runner.ReviewAction(r.Context(), store.Action{PlanKey: key, ActionID: a.ActionID, Kind: "review/" + a.Action, Request: request},
+		func(tx *store.Tx) (store.Response, error) { return act.apply(tx, key, a) })
+	s.reply(w, r, t, "review/"+a.Action, resp, err)
+}
+
+func checkText(field, text string) error {
+	switch {
+	case text == "":
+		return fmt.Errorf("%s is empty", field)
+	case !utf8.ValidString(text):
+		return fmt.Errorf("%s is not UTF-8", field)
+	case utf8.RuneCountInString(text) > store.MaxFeedbackText:
+		return fmt.Errorf("%s is over %d characters", field, store.MaxFeedbackText)
+	}
+	return nil
+}
+
+func checkItem(item *int) error {
+	if item == nil || *item < 1 {
+		return fmt.Errorf("item must be a plan item number")
+	}
+	return nil
+}
+
+func checkRef(field, v string) error {
+	if v == "" || len(v) > store.MaxReviewKey || !utf8.ValidString(v) {
+		return fmt.Errorf("%s must be 1 to %d bytes of UTF-8", field, store.MaxReviewKey)
+	}
+	return nil
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// quote quotes a value from a request for an error message, bounded so a
+// 10 KB value does not come back whole.
+func quote(v string) string {
+	if len(v) > 64 {
+		v = v[:64] + "…"
+	}
+	return strconv.Quote(v)
+}

@@ -1,0 +1,29 @@
+package web
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+)
+
+// ui is the review screen: plain HTML, CSS and one script, embedded in the
+// binary. No build step: the page is small enough that a bundler would
+// add a toolchain and hide nothing worth hiding.
+//
+//go:embed ui
+var ui embed.FS
+
+func (s *Server) routes() {
+	s.registerGauges()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/runner", s.getRunner)
+	mux.HandleFunc("POST /api/runner", s.postRunner)
+	mux.HandleFunc("GET /api/review", s.getReview)
+	mux.HandleFunc("POST /api/review", s.postReview)
+	mux.HandleFunc("GET /api/output", s.getOutput)
+	mux.HandleFunc("GET /api/diff", s.getDiff)
+	mux.Handle("GET /metrics", s.metricsHandler())
+	static, _ := fs.Sub(ui, "ui")
+	mux.Handle("GET /", http.FileServerFS(static))
+	s.mux = mux
+}

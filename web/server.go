@@ -1,0 +1,255 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/codeboost/codeboost/runner"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// DrainLimit is how long shutdown step 2 waits for admitted requests: at
+// most 14.5 s, below the 15 s request timeout.
+const DrainLimit = 14500 * time.Millisecond
+
+// RequestTimeout bounds one request's headers and body in production (the
+// real server's own timers, not the injected clock's).
+const RequestTimeout = 15 * time.Second
+
+// Options configure a Server. Runner, Store, Clock and Tasks are required.
+type Options struct {
+	Runner *runner.Coordinator
+	Store  *store.Store
+	Clock  runner.Clock
+	Tasks  []Task
+	Log    *slog.Logger // nil discards
+
+	// Output is the live output of running attempts (nil: none is shown).
+	Output Output
+	// Diagnostics reads a stopped attempt's saved partial output by its
+	// diagnostic_ref (nil: no diff view).
+	Diagnostics func(ref string) ([]byte, error)
+	// Head reads a configured task's repository HEAD for the review load
+	// (nil: the load records no history).
+	Head func(Task) (string, error)
+	// DrainLimit overrides DrainLimit (tests); zero means DrainLimit.
+	DrainLimit time.Duration
+	// Demo is shown in the screen's header, so nobody mistakes the demo's
+	// simulated agent for a real one.
+	Demo bool
+}
+
+// Output is where the server reads a running attempt's live output: the
+// kept tail, then each later chunk, until the attempt's output ends or the
+// follower falls behind (updates closes). stop ends the follow.
+type Output interface {
+	Follow(attemptID string) (backlog []byte, updates <-chan []byte, stop func(), ok bool)
+	Close()
+}
+
+// Server is the review server. Its zero value is not usable; call New.
+type Server struct {
+	opt     Options
+	log     *slog.Logger
+	tasks   map[string]Task
+	names   []string // configuration order, for the screen
+	mux     *http.ServeMux
+	metrics *metrics
+
+	mu       sync.Mutex
+	stopping bool                  // step 1 has run: new requests get 503
+	active   map[*request]struct{} // admitted requests that have not returned
+	idle     chan struct{}         // closed once stopping and no request is active
+	httpSrv  *http.Server          // nil when the handler is called in-process
+	served   chan struct{}         // closed when Serve returns
+}
+
+// New checks the options and builds the server.
+func New(opt Options) (*Server, error) {
+	if opt.Runner == nil || opt.Store == nil || opt.Clock == nil {
+		return nil, errors.New("web: Runner, Store and Clock are required")
+	}
+	if opt.DrainLimit == 0 {
+		opt.DrainLimit = DrainLimit
+	}
+	s := &Server{opt: opt, log: opt.Log, tasks: map[string]Task{}, active: map[*request]struct{}{},
+		idle: make(chan struct{}), metrics: newMetrics()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for _, t := range opt.Tasks {
+		if err := CheckTaskName(t.Name); err != nil {
+			return nil, err
+		}
+		if _, dup := s.tasks[t.Name]; dup {
+			return nil, errors.New("web: task " + t.Name + " is configured twice")
+		}
+		s.tasks[t.Name] = t
+		s.names = append(s.names, t.Name)
+	}
+	s.routes()
+	return s, nil
+}
+
+// Handler is the server's whole HTTP surface, with admission and drain
+// tracking around every route.
+func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+// Serve serves on l until Close. It returns nil after a shutdown.
+func (s *Server) Serve(l net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: RequestTimeout,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+	}
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		return nil
+	}
+	s.httpSrv, s.served = srv, make(chan struct{})
+	s.mu.Unlock()
+	defer close(s.served)
+	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+type connKey struct{}
+
+// serveHTTP admits a request, or answers 503 once stopping is set (step 1).
+// An admitted request is tracked until its handler returns, so the drain
+// can wait for it and step 3 can abort it.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	req := newRequest(w, r)
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		req.fail(http.StatusServiceUnavailable, codeShuttingDown, words.ServerShuttingDown)
+		s.metrics.outcome("shutting-down")
+		return
+	}
+	s.active[req] = struct{}{}
+	s.mu.Unlock()
+	defer s.finish(req)
+	s.mux.ServeHTTP(req.w, req.r)
+}
+
+func (s *Server) finish(req *request) {
+	req.cancel()
+	s.mu.Lock()
+	delete(s.active, req)
+	if s.stopping && len(s.active) == 0 {
+		closeOnce(s.idle)
+	}
+	s.mu.Unlock()
+}
+
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
+}
+
+// SetStopping is step 1's server half: from now on every new request gets
+// 503 "The review server is shutting down.", replies stop keeping their
+// connections alive, and every live-output stream closes so that no stream
+// holds the drain open. Admitted requests run on.
+func (s *Server) SetStopping() {
+	s.mu.Lock()
+	s.stopping = true
+	if len(s.active) == 0 {
+		closeOnce(s.idle)
+	}
+	srv := s.httpSrv
+	s.mu.Unlock()
+	if srv != nil {
+		srv.SetKeepAlivesEnabled(false)
+	}
+	if s.opt.Output != nil {
+		s.opt.Output.Close()
+	}
+}
+
+// Drain is step 2: stop accepting connections, close the idle ones, and
+// wait for the admitted requests up to the drain limit, on the injected
+// clock.
+func (s *Server) Drain() {
+	s.mu.Lock()
+	srv := s.httpSrv
+	s.mu.Unlock()
+	if srv != nil {
+		// Shutdown closes the listeners and the idle connections, then
+		// keeps closing connections as they go idle; it returns when Close
+		// (step 6) ends them all.
+		go srv.Shutdown(context.Background()) //nolint:errcheck // its only error is the context's, never cancelled
+	}
+	limit := make(chan struct{})
+	t := s.opt.Clock.AfterFunc(s.opt.DrainLimit, func() { close(limit) })
+	defer t.Stop()
+	select {
+	case <-s.idle:
+	case <-limit:
+		s.log.Warn("shutdown: requests still running at the drain limit", "requests", s.Active())
+	}
+}
+
+// AbortRequests is step 3's first half: abort the context of every request
+// still running and destroy those still reading a body, before the write
+// gate closes.
+func (s *Server) AbortRequests() {
+	s.mu.Lock()
+	reqs := make([]*request, 0, len(s.active))
+	for r := range s.active {
+		reqs = append(reqs, r)
+	}
+	s.mu.Unlock()
+	for _, r := range reqs {
+		r.cancel()
+		r.destroyIfReading()
+	}
+}
+
+// AwaitRequestWork is step 3's last half, after the write gate closed:
+// the aborted requests return (a write that reaches the gate now answers
+// 503). No merge coordinator exists yet, so the requests are all the work
+// there is.
+func (s *Server) AwaitRequestWork() { <-s.idle }
+
+// Close is step 6: close every connection and wait for Serve to return.
+func (s *Server) Close() {
+	s.mu.Lock()
+	srv, served := s.httpSrv, s.served
+	s.mu.Unlock()
+	if srv != nil {
+		srv.Close()
+		<-served
+	}
+}
+
+// Active is the number of admitted requests that have not returned.
+func (s *Server) Active() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.active)
+}
+
+// Stopping reports whether step 1 has run.
+func (s *Server) Stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopping
+}
