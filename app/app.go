@@ -55,8 +55,15 @@ type Options struct {
 	// not logs: what a second signal does. Nil means os.Stderr.
 	Stderr io.Writer
 
-	// Server is the HTTP server's part of shutdown (steps 1, 2, 3 and 6);
-	// nil in this build, which has none yet.
+	// Listen is the review server's address ("" for none); Tasks are the
+	// tasks it serves, created in the Store on first start; Runner is the
+	// runner block of the configuration file.
+	Listen string
+	Tasks  []TaskConfig
+	Runner RunnerConfig
+
+	// Server replaces the review server startServer would build (tests of
+	// the shutdown order); nil in production.
 	Server Server
 	// Publisher is the task publisher's part of shutdown (step 2a); nil in
 	// this build, which publishes nothing to GitHub yet.
@@ -74,14 +81,18 @@ type App struct {
 
 	starting atomic.Bool // true until startup has finished: a second signal then exits at once
 
-	lock       *lock.Lock            // held from takeLock until releaseLock; nil otherwise
-	store      *store.Store          // open from openStore until closeStore; nil otherwise
-	capability store.Capability      // the Store's shutdown capability, for the owner token, recovery and the runner
-	token      string                // the runner owner token (after readOwnerToken)
-	root       string                // the runner root (after readOwnerToken)
-	loop       *runner.GoroutineLoop // the coordinator's loop; nil before recoverStartup and after closeStore
-	runner     *runner.Coordinator   // nil before recoverStartup
-	recovery   runner.RecoveryReport // what startup recovery did and left (after recoverStartup)
+	lock         *lock.Lock            // held from takeLock until releaseLock; nil otherwise
+	store        *store.Store          // open from openStore until closeStore; nil otherwise
+	capability   store.Capability      // the Store's shutdown capability, for the owner token, recovery and the runner
+	token        string                // the runner owner token (after readOwnerToken)
+	root         string                // the runner root (after readOwnerToken)
+	loop         *runner.GoroutineLoop // the coordinator's loop; nil before recoverStartup and after closeStore
+	clock        runner.Clock          // the real clock, shared by the runner and the review server
+	runner       *runner.Coordinator   // nil before recoverStartup
+	recovery     runner.RecoveryReport // what startup recovery did and left (after recoverStartup)
+	recoveryTook time.Duration         // how long startup recovery took
+	server       Server                // the review server's part in shutdown; nil when none
+	url          string                // where the review server listens (after startServer)
 }
 
 // New checks the options and returns an App that has not started.
@@ -89,7 +100,7 @@ func New(opt Options) (*App, error) {
 	if opt.DB == "" {
 		return nil, errors.New("app: the database path is required")
 	}
-	a := &App{opt: opt, log: opt.Log, stderr: opt.Stderr}
+	a := &App{opt: opt, log: opt.Log, stderr: opt.Stderr, server: opt.Server}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -130,6 +141,9 @@ func (a *App) Run() error {
 	if err != nil {
 		return a.abandon(err)
 	}
+	if err := a.startServer(); err != nil {
+		return a.abandon(err)
+	}
 	if err := a.ready(); err != nil {
 		return a.abandon(err)
 	}
@@ -144,6 +158,7 @@ func (a *App) Run() error {
 // release): nothing was admitted, so only steps 7 and 8 have anything to
 // give back. It returns err joined with theirs.
 func (a *App) abandon(err error) error {
+	a.stopServer()
 	return errors.Join(err, a.closeStore(), a.releaseLock())
 }
 
@@ -212,17 +227,22 @@ func (a *App) recoverStartup() error {
 		return err
 	}
 	a.loop = runner.NewGoroutineLoop()
-	c, err := runner.New(runner.Config{Root: a.root, Owner: a.token}, runner.Deps{
-		Store: a.store, Capability: a.capability, D: nodocker.D{}, Clock: runner.NewRealClock(), Loop: a.loop,
+	a.clock = runner.NewRealClock()
+	rc := a.opt.Runner
+	c, err := runner.New(runner.Config{Root: a.root, Owner: a.token, Slots: rc.Slots, AttemptTimeout: time.Duration(rc.AttemptTimeout),
+		Budget: time.Duration(rc.Budget), DiagnosticsDir: rc.DiagnosticsDir, DiagnosticsCap: rc.DiagnosticsCap}, runner.Deps{
+		Store: a.store, Capability: a.capability, D: nodocker.D{}, Clock: a.clock, Loop: a.loop,
 		IDs: ids.Random{}, StopGroup: stopGroup, Trace: a.trace,
 	})
 	if err != nil {
 		return err
 	}
 	a.runner = c
+	began := time.Now()
 	if err := c.Recover(context.Background()); err != nil {
 		return err
 	}
+	a.recoveryTook = time.Since(began)
 	a.recovery = c.Recovery()
 	return a.recovery.Err
 }
@@ -276,7 +296,11 @@ func (a *App) reportForPerson() {
 // at once. It says the runner is serving and writes the --ready file.
 func (a *App) ready() error {
 	a.starting.Store(false)
-	a.log.Info(fmt.Sprintf("serving %s (no Docker adapter in this build: attempts cannot start)", a.lock.Path()))
+	where := ""
+	if a.url != "" {
+		where = " at " + a.url
+	}
+	a.log.Info(fmt.Sprintf("serving %s%s (no Docker adapter in this build: attempts cannot start)", a.lock.Path(), where))
 	if a.opt.Ready != "" {
 		return os.WriteFile(a.opt.Ready, []byte("ready\n"), 0o600)
 	}

@@ -65,8 +65,8 @@ func (a *App) shutdown() error {
 // The publisher is aborted in this turn too (step 2a). Jobs run on until
 // step 4, so that a request drained in step 2 still meets its job as it was.
 func (a *App) closeAdmission() {
-	if a.opt.Server != nil {
-		a.opt.Server.SetStopping()
+	if a.server != nil {
+		a.server.SetStopping()
 	}
 	if a.opt.Publisher != nil {
 		a.opt.Publisher.Abort()
@@ -80,8 +80,8 @@ func (a *App) closeAdmission() {
 // admitted HTTP requests up to the drain limit. There is no server in this
 // build; issue 8's plugs in through Options.Server.
 func (a *App) drainRequests() {
-	if a.opt.Server != nil {
-		a.opt.Server.Drain()
+	if a.server != nil {
+		a.server.Drain()
 	}
 }
 
@@ -100,12 +100,12 @@ func (a *App) awaitPublishes() {
 // it holds the shutdown capability, as the runner's settlement does), then
 // await request-owned work.
 func (a *App) closeWriteGate() {
-	if a.opt.Server != nil {
-		a.opt.Server.AbortRequests()
+	if a.server != nil {
+		a.server.AbortRequests()
 	}
 	a.store.CloseWriteGate()
-	if a.opt.Server != nil {
-		a.opt.Server.AwaitRequestWork()
+	if a.server != nil {
+		a.server.AwaitRequestWork()
 	}
 }
 
@@ -131,8 +131,8 @@ func (a *App) awaitJobs() {
 // awaitServer is step 6: await server closure and the question and
 // suggestion coordinators' close. There is no server in this build.
 func (a *App) awaitServer() {
-	if a.opt.Server != nil {
-		a.opt.Server.Close()
+	if a.server != nil {
+		a.server.Close()
 	}
 }
 

@@ -71,7 +71,7 @@ func TestShutdownFollowsTheContractsOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.opt.Server = orderServer{r, a}
+	a.server = orderServer{r, a}
 	if err := a.Run(); err != nil {
 		t.Fatal(err)
 	}

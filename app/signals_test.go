@@ -75,7 +75,7 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, *lineReader, <-chan st
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"serve"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {

@@ -1,7 +1,7 @@
 // Package cli is the codeboost command line: it parses a command and its
 // flags and calls package app, which owns startup and shutdown.
 //
-//	codeboost serve --db PATH [--root DIR] [--ready FILE] [--check] [--log-format text|json]
+//	codeboost serve [--config FILE] [--db PATH] [--listen ADDR] [--root DIR] [--ready FILE] [--check] [--log-format text|json]
 //	codeboost serve --db PATH --release-preparation ATTEMPT_ID [--root DIR] [--log-format text|json]
 //	codeboost help [serve]
 //
@@ -40,19 +40,20 @@ const (
 )
 
 const usage = `Usage:
-  codeboost serve --db PATH [flags]   run the runner on a database until SIGINT or SIGTERM
+  codeboost serve --config FILE [flags]  run the review server and the runner until SIGINT or SIGTERM
   codeboost help [COMMAND]            show help
 
 Run 'codeboost serve --help' for serve's flags.
 `
 
 const serveUsage = `Usage:
-  codeboost serve --db PATH [--root DIR] [--ready FILE] [--check] [--log-format text|json]
-  codeboost serve --db PATH --release-preparation ATTEMPT_ID [--root DIR] [--log-format text|json]
+  codeboost serve [--config FILE] [--db PATH] [--listen ADDR] [--root DIR] [--ready FILE] [--check] [--log-format text|json]
+  codeboost serve [--config FILE] [--db PATH] --release-preparation ATTEMPT_ID [--root DIR] [--log-format text|json]
 
 Takes the single-runner lock, opens and migrates the Store, reads the runner
-owner token, runs startup recovery and serves until SIGINT or SIGTERM, then
-shuts down in order. A second signal during startup stops at once (exit 130);
+owner token, runs startup recovery, creates the configured tasks, and serves
+the review screen and its API until SIGINT or SIGTERM, then shuts down in
+order. The database comes from --db or the configuration file's "store". A second signal during startup stops at once (exit 130);
 during shutdown it prints "Still stopping agents…" and skips nothing.
 
 Flags:
@@ -98,8 +99,8 @@ func help(args []string, stdout, stderr io.Writer) int {
 
 // serveArgs are serve's flags, spelled as the README spells them.
 type serveArgs struct {
-	db, root, ready, release, logFormat string
-	check                               bool
+	config, db, listen, root, ready, release, logFormat string
+	check                                               bool
 }
 
 // serveFlags defines serve's flags on a FlagSet whose parse errors go to w.
@@ -107,7 +108,9 @@ func serveFlags(w io.Writer) (*flag.FlagSet, *serveArgs) {
 	var a serveArgs
 	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fl.SetOutput(w)
-	fl.StringVar(&a.db, "db", "", "the SQLite database `PATH` (required; created if missing)")
+	fl.StringVar(&a.config, "config", "", "the configuration `FILE` (JSON: listen, store, runner, tasks; see the README)")
+	fl.StringVar(&a.db, "db", "", "the SQLite database `PATH` (created if missing; overrides the file's store)")
+	fl.StringVar(&a.listen, "listen", "", "the review server's `ADDR` (default: the file's listen, else "+app.DefaultListen+"; '' for none)")
 	fl.StringVar(&a.root, "root", "", "the runner root `DIR` (default: <db dir>/codeboost-runner)")
 	fl.StringVar(&a.ready, "ready", "", "write `FILE` once startup has finished (for scripts)")
 	fl.BoolVar(&a.check, "check", false, "run startup (lock, Store, migrations, checks, recovery), then shut down and exit instead of serving")
@@ -148,8 +151,27 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if fl.NArg() != 0 {
 		return usageError(fmt.Sprintf("unexpected argument %q", fl.Arg(0)))
 	}
-	if a.db == "" {
-		return usageError("--db PATH is required")
+	cfg := app.Config{Listen: app.DefaultListen}
+	if a.config != "" {
+		var err error
+		if cfg, err = app.LoadConfig(a.config); err != nil {
+			fmt.Fprintf(stderr, "codeboost serve: --config: %v\n", err)
+			return exitUsage
+		}
+	}
+	fl.Visit(func(f *flag.Flag) {
+		if f.Name == "listen" {
+			cfg.Listen = a.listen
+		}
+	})
+	if a.db != "" {
+		cfg.Store = a.db
+	}
+	if a.root != "" {
+		cfg.Runner.Root = a.root
+	}
+	if cfg.Store == "" {
+		return usageError("--db PATH (or a configuration file with \"store\") is required")
 	}
 	if a.release != "" && !ids.ValidUUID(a.release) {
 		return usageError(fmt.Sprintf("--release-preparation: attempt ID %q is not a lowercase UUID v4", a.release))
@@ -159,7 +181,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return usageError("--log-format: " + err.Error())
 	}
 	ap, err := app.New(app.Options{
-		DB: a.db, Root: a.root, Ready: a.ready, Check: a.check, ReleasePreparation: a.release,
+		DB: cfg.Store, Root: cfg.Runner.Root, Ready: a.ready, Check: a.check, ReleasePreparation: a.release,
+		Listen: cfg.Listen, Tasks: cfg.Tasks, Runner: cfg.Runner,
 		Log: log, Stderr: stderr,
 	})
 	if err != nil {

@@ -29,16 +29,16 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		stream string // where the text goes: "stdout" or "stderr"
 		want   string
 	}{
-		{[]string{"--help"}, 0, "stdout", "codeboost serve --db PATH"},
-		{[]string{"-h"}, 0, "stdout", "codeboost serve --db PATH"},
-		{[]string{"help"}, 0, "stdout", "codeboost serve --db PATH"},
+		{[]string{"--help"}, 0, "stdout", "codeboost serve --config FILE"},
+		{[]string{"-h"}, 0, "stdout", "codeboost serve --config FILE"},
+		{[]string{"help"}, 0, "stdout", "codeboost serve --config FILE"},
 		{[]string{"help", "serve"}, 0, "stdout", "--release-preparation ATTEMPT_ID"},
 		{[]string{"serve", "--help"}, 0, "stdout", "--log-format FORMAT"},
 		{[]string{"serve", "-h"}, 0, "stdout", "--root DIR"},
 		{nil, 2, "stderr", "Usage:"},
 		{[]string{"scenarios"}, 2, "stderr", `unknown command "scenarios"`},
 		{[]string{"help", "nope"}, 2, "stderr", `unknown command "nope"`},
-		{[]string{"serve"}, 2, "stderr", "--db PATH is required"},
+		{[]string{"serve"}, 2, "stderr", "--db PATH (or a configuration file"},
 		{[]string{"serve", "--db", "x.db", "extra"}, 2, "stderr", `unexpected argument "extra"`},
 		{[]string{"serve", "--nope"}, 2, "stderr", "flag provided but not defined: -nope"},
 		{[]string{"serve", "--db", "x.db", "--log-format", "xml"}, 2, "stderr", `unknown log format "xml"`},

@@ -1,0 +1,165 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/web"
+)
+
+// Config is the configuration file of `codeboost serve --config FILE`: the
+// listen address, the Store, the runner block, and the tasks the server
+// serves. It is JSON, decoded strictly (an unknown field is an error, so a
+// misspelt key is never silently ignored). The README has a complete
+// example; command-line flags override the file.
+type Config struct {
+	// Listen is the review server's address (default 127.0.0.1:8080). An
+	// empty string after defaults means the server does not listen.
+	Listen string `json:"listen"`
+	// Store is the SQLite database file (--db overrides it).
+	Store string `json:"store"`
+	// Runner is the runner block.
+	Runner RunnerConfig `json:"runner"`
+	// Tasks are the tasks this server serves; a request names one by Name.
+	Tasks []TaskConfig `json:"tasks"`
+}
+
+// RunnerConfig is the runner block: where the runner keeps its files and
+// its limits. Zero values take the runner's defaults.
+type RunnerConfig struct {
+	Root           string   `json:"root"`           // default <db dir>/codeboost-runner (--root overrides)
+	DiagnosticsDir string   `json:"diagnosticsDir"` // default: the root
+	DiagnosticsCap int64    `json:"diagnosticsCapBytes"`
+	Slots          int      `json:"slots"`          // default 1
+	AttemptTimeout Duration `json:"attemptTimeout"` // default 30m
+	Budget         Duration `json:"budget"`         // the whole task's time budget, default 2h
+}
+
+// TaskConfig is one served task: a repository and its plan identity under
+// a name. The identity is trusted configuration: no request can name
+// another.
+type TaskConfig struct {
+	Name       string         `json:"name"`
+	Repository string         `json:"repository"`
+	Identity   IdentityConfig `json:"identity"`
+	// Snapshot is the review snapshot the task starts from (default
+	// "initial"); used only when the task is first created.
+	Snapshot string `json:"snapshot"`
+}
+
+// IdentityConfig is a plan identity: the repository, the task and the plan
+// it belongs to.
+type IdentityConfig struct {
+	RepositoryID string `json:"repositoryId"`
+	TaskID       string `json:"taskId"`
+	PlanID       string `json:"planId"`
+}
+
+// Duration is a time.Duration written as Go writes it ("30m", "2h").
+type Duration time.Duration
+
+// UnmarshalJSON reads "30m" and the like.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"30m\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as Go writes it.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// DefaultListen is where the review server listens when nothing says
+// otherwise: loopback only, since the API has no authentication of its own.
+const DefaultListen = "127.0.0.1:8080"
+
+// maxConfig bounds the configuration file.
+const maxConfig = 1 << 20
+
+// LoadConfig reads and checks a configuration file.
+func LoadConfig(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	if len(b) > maxConfig {
+		return Config{}, fmt.Errorf("%s: over %d bytes", path, maxConfig)
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig decodes and checks a configuration.
+func ParseConfig(b []byte) (Config, error) {
+	c := Config{Listen: DefaultListen}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, err
+	}
+	if dec.More() {
+		return Config{}, errors.New("more than one JSON value")
+	}
+	return c, c.check()
+}
+
+func (c Config) check() error {
+	if c.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+	}
+	if c.Runner.Slots < 0 {
+		return errors.New("runner.slots: must not be negative")
+	}
+	if c.Runner.DiagnosticsCap < 0 {
+		return errors.New("runner.diagnosticsCapBytes: must not be negative")
+	}
+	names := map[string]bool{}
+	keys := map[string]string{}
+	for i, t := range c.Tasks {
+		where := fmt.Sprintf("tasks[%d]", i)
+		if err := web.CheckTaskName(t.Name); err != nil {
+			return fmt.Errorf("%s.name: %w", where, err)
+		}
+		if names[t.Name] {
+			return fmt.Errorf("%s.name: %q is configured twice", where, t.Name)
+		}
+		names[t.Name] = true
+		id := t.identity()
+		if err := id.Check(); err != nil {
+			return fmt.Errorf("%s.identity: %w", where, err)
+		}
+		if other, dup := keys[id.Key()]; dup {
+			return fmt.Errorf("%s.identity: the same plan identity as task %q", where, other)
+		}
+		keys[id.Key()] = t.Name
+	}
+	return nil
+}
+
+func (t TaskConfig) identity() store.Identity {
+	return store.Identity{RepositoryID: t.Identity.RepositoryID, TaskID: t.Identity.TaskID, PlanID: t.Identity.PlanID}
+}
+
+func (t TaskConfig) webTask() web.Task {
+	return web.Task{Name: t.Name, Repository: t.Repository, Identity: t.identity()}
+}

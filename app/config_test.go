@@ -1,0 +1,44 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseConfig(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"store":"cb.db","runner":{"slots":2,"attemptTimeout":"20m","budget":"3h"},
+		"tasks":[{"name":"parser-fix","repository":"/srv/parser","identity":{"repositoryId":"acme-parser","taskId":"142","planId":"p1"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != DefaultListen || c.Store != "cb.db" || c.Runner.Slots != 2 || time.Duration(c.Runner.AttemptTimeout) != 20*time.Minute ||
+		time.Duration(c.Runner.Budget) != 3*time.Hour || len(c.Tasks) != 1 || c.Tasks[0].identity().Key() == "" {
+		t.Errorf("%+v", c)
+	}
+}
+
+// TestParseConfigRefuses: every mistake is named, never ignored.
+func TestParseConfigRefuses(t *testing.T) {
+	task := func(name, repo, taskID string) string {
+		return `{"name":"` + name + `","identity":{"repositoryId":"` + repo + `","taskId":"` + taskID + `","planId":"p"}}`
+	}
+	for _, tc := range []struct{ src, want string }{
+		{`{"lisen":"x"}`, `unknown field "lisen"`},
+		{`{"listen":"nohost"}`, "listen:"},
+		{`{"runner":{"attemptTimeout":"soon"}}`, "invalid duration"},
+		{`{"runner":{"attemptTimeout":30}}`, "a duration is a string"},
+		{`{"runner":{"budget":"-1h"}}`, "negative"},
+		{`{"runner":{"slots":-1}}`, "runner.slots"},
+		{`{"tasks":[` + task("Bad Name", "r", "t") + `]}`, "tasks[0].name"},
+		{`{"tasks":[` + task("a", "r", "t") + `,` + task("a", "r", "u") + `]}`, "configured twice"},
+		{`{"tasks":[` + task("a", "r", "t") + `,` + task("b", "r", "t") + `]}`, `the same plan identity as task "a"`},
+		{`{"tasks":[` + task("a", "../r", "t") + `]}`, "tasks[0].identity"},
+		{`{} {}`, "more than one JSON value"},
+	} {
+		_, err := ParseConfig([]byte(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.src, err, tc.want)
+		}
+	}
+}
