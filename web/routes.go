@@ -23,7 +23,10 @@ func (s *Server) routes() {
 	mux.HandleFunc("GET /api/output", s.getOutput)
 	mux.HandleFunc("GET /api/diff", s.getDiff)
 	mux.Handle("GET /metrics", s.metricsHandler())
-	static, _ := fs.Sub(ui, "ui")
+	static := s.opt.Static
+	if static == nil {
+		static, _ = fs.Sub(ui, "ui")
+	}
 	mux.Handle("GET /", http.FileServerFS(static))
 	s.mux = mux
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -40,6 +41,9 @@ type Options struct {
 	Head func(Task) (string, error)
 	// DrainLimit overrides DrainLimit (tests); zero means DrainLimit.
 	DrainLimit time.Duration
+	// Static replaces the embedded review screen (the browser tests serve
+	// a mutated page script through it); nil serves the embedded one.
+	Static fs.FS
 	// Demo is shown in the screen's header, so nobody mistakes the demo's
 	// simulated agent for a real one.
 	Demo bool
