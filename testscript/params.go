@@ -49,6 +49,7 @@ type scenario struct {
 	w     *sim.World
 	tasks map[string]string // script name → plan key
 	auto  int               // counter for unnamed action IDs
+	http  httpState         // the review server and its requests in flight (cmd_http.go)
 }
 
 func (s *scenario) world(ts *gts.TestScript) *sim.World {

@@ -191,7 +191,14 @@ func (s *Server) SetStopping() {
 // Drain is step 2: stop accepting connections, close the idle ones, and
 // wait for the admitted requests up to the drain limit, on the injected
 // clock.
-func (s *Server) Drain() {
+func (s *Server) Drain() { <-s.BeginDrain() }
+
+// BeginDrain starts step 2 on the caller's goroutine (the drain limit's
+// timer is set here, so a simulated clock is only touched by its own
+// goroutine) and returns a channel closed once no admitted request is left
+// or the drain limit has passed. The timer is never stopped: firing after
+// the drain ended closes a channel nobody waits on.
+func (s *Server) BeginDrain() <-chan struct{} {
 	s.mu.Lock()
 	srv := s.httpSrv
 	s.mu.Unlock()
@@ -202,13 +209,17 @@ func (s *Server) Drain() {
 		go srv.Shutdown(context.Background()) //nolint:errcheck // its only error is the context's, never cancelled
 	}
 	limit := make(chan struct{})
-	t := s.opt.Clock.AfterFunc(s.opt.DrainLimit, func() { close(limit) })
-	defer t.Stop()
-	select {
-	case <-s.idle:
-	case <-limit:
-		s.log.Warn("shutdown: requests still running at the drain limit", "requests", s.Active())
-	}
+	s.opt.Clock.AfterFunc(s.opt.DrainLimit, func() { close(limit) })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case <-s.idle:
+		case <-limit:
+			s.log.Warn("shutdown: requests still running at the drain limit", "requests", s.Active())
+		}
+	}()
+	return done
 }
 
 // AbortRequests is step 3's first half: abort the context of every request

@@ -1,0 +1,629 @@
+package testscript
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codeboost/codeboost/sim"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/web"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+// Commands that drive the review server (package web) inside the simulated
+// world: the real handler, called in-process on the scenario's goroutine, so
+// a request's events run on the sim loop in the script's order. A task's
+// name in a URL or body is its script name in lower case (T1 → t1); the
+// plan identity comes from the server's configuration, as in production.
+//
+// Requests whose bodies arrive in parts (http-begin) run their handler on
+// a goroutine of their own; the command returns only once the handler is
+// blocked waiting for the rest of the body, or has returned, so the order of
+// steps is still the script's.
+
+func init() {
+	register(
+		Command{Name: "http-runner", Usage: "http-runner TASK ACTION [ATTEMPT] [sv=N] [rv=N] [action=NAME|raw:ID] [as=NAME] [status=CODE]",
+			Summary: "POST /api/runner: start, resume, cancel, retry, run-again or cancel-task as the screen sends it (sv and rv default to the present versions); prints the HTTP status and the reply, and asserts status (default 200)",
+			Example: "http-runner T1 retry A sv=3 action=r1 status=409", Run: cmdHTTPRunner},
+		Command{Name: "http-review", Usage: "http-review TASK ACTION [item=N] [text=T] [key=K] [finding=F] [rev=N] [rv=N] [action=NAME|raw:ID] [status=CODE]",
+			Summary: "POST /api/review: reject (one note with text, on item or the whole plan), change-note, accept-segment, assign-segment, accept-finding, guidance or approve; prints the HTTP status and the reply, and asserts status (default 200)",
+			Example: "http-review T1 change-note item=1 text='keep the flag' action=n1", Run: cmdHTTPReview},
+		Command{Name: "http-status", Usage: "http-status TASK [status=CODE]",
+			Summary: "GET /api/runner for the task: prints the fields the screen acts on (stateVersion, the booleans, stopRequested, unresolved, the label) and one line per attempt with its label",
+			Example: "http-status T1", Run: cmdHTTPStatus},
+		Command{Name: "http-load", Usage: "http-load TASK [status=CODE]",
+			Summary: "GET /api/review for the task (the review load, which records history through the write gate when HEAD moved); prints the plan's revision, review version, notes and history",
+			Example: "http-load T1 status=503", Run: cmdHTTPLoad},
+		Command{Name: "http-begin", Usage: "http-begin NAME METHOD PATH BODY sent=N",
+			Summary: "starts a request whose declared BODY arrives in parts: its first N bytes, then nothing until http-send; returns once the handler waits for the rest (or has answered). In BODY, {action:X} is action X's ID, {attempt:A} attempt A's ID, {sv:T} and {rv:T} task T's versions, {pad:N} N spaces",
+			Example: "http-begin B POST /api/review '{\"task\":\"t1\",\"action\":\"change-note\",\"item\":1,\"text\":\"x\",\"actionId\":\"{action:n1}\"}' sent=10", Run: cmdHTTPBegin},
+		Command{Name: "http-send", Usage: "http-send NAME",
+			Summary: "delivers the rest of request NAME's body",
+			Example: "http-send B", Run: cmdHTTPSend},
+		Command{Name: "http-wait", Usage: "http-wait NAME [status=CODE|destroyed] [close]",
+			Summary: "waits for request NAME's handler to return; prints its HTTP status and Connection: close, or destroyed when shutdown destroyed it while it read its body",
+			Example: "http-wait B destroyed", Run: cmdHTTPWait},
+		Command{Name: "http-active", Usage: "http-active N",
+			Summary: "asserts that N admitted requests have not returned yet",
+			Example: "http-active 1", Run: cmdHTTPActive},
+		Command{Name: "head", Usage: "head TASK COMMIT [hold]",
+			Summary: "sets the task's repository HEAD, as the review load reads it; with hold, the next read waits (as a slow git would) until head-release, and a request waiting there counts as waiting for http-begin",
+			Example: "head T1 c2 hold", Run: cmdHead},
+		Command{Name: "head-release", Usage: "head-release TASK",
+			Summary: "lets a held HEAD read return",
+			Example: "head-release T1", Run: cmdHeadRelease},
+		Command{Name: "actions", Usage: "actions TASK N",
+			Summary: "asserts the task has N user_actions rows (applied and refused actions both count; a 400, 503 or storage error records none)",
+			Example: "actions T1 0", Run: cmdActions},
+		Command{Name: "http-stop", Usage: "http-stop begin|wait",
+			Summary: "begin: the server's shutdown steps 1 and 2 (stopping set and admission closed in one turn, then the drain starts, up to 14.5 s on the virtual clock); wait: waits for step 2 to end and step 3 to run (remaining requests aborted, those reading a body destroyed, the write gate closed, request work awaited); after an advance past the drain limit, wait must come next",
+			Example: "http-stop begin", Run: cmdHTTPStop},
+	)
+}
+
+// httpState is the scenario's review server and its requests in flight.
+type httpState struct {
+	mu      sync.Mutex
+	heads   map[string]*headState // by plan key
+	srv     *web.Server
+	world   *sim.World
+	tasks   int
+	pending map[string]*partialRequest
+	stopped chan struct{} // closed when steps 2 and 3 have run
+}
+
+func (s *scenario) web(ts *gts.TestScript) *web.Server {
+	w := s.world(ts)
+	h := &s.http
+	if h.srv != nil && h.world == w && h.tasks == len(s.tasks) {
+		return h.srv
+	}
+	if h.srv != nil && h.srv.Stopping() {
+		return h.srv // a stopping server is not rebuilt: its state is the point
+	}
+	names := make([]string, 0, len(s.tasks))
+	for name := range s.tasks {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	tasks := make([]web.Task, 0, len(names))
+	for _, name := range names {
+		tasks = append(tasks, web.Task{Name: strings.ToLower(name), Identity: s.plan(ts, s.tasks[name]).Identity})
+	}
+	srv, err := web.New(web.Options{Runner: w.Runner, Store: w.Store, Clock: w.Clock, Tasks: tasks,
+		Diagnostics: web.DiagnosticsReader(w.Runner.DiagnosticsDir()), Head: h.head})
+	if err != nil {
+		ts.Fatalf("web: %v", err)
+	}
+	h.srv, h.world, h.tasks = srv, w, len(s.tasks)
+	if h.pending == nil {
+		h.pending = map[string]*partialRequest{}
+	}
+	return srv
+}
+
+// headState is a task's repository HEAD as the script sets it.
+type headState struct {
+	commit  string
+	hold    chan struct{} // non-nil: the next read waits until closed
+	waiting chan struct{} // closed when a read waits on hold
+}
+
+// head is the server's Head: the script's HEAD for the task, waiting while
+// it is held.
+func (h *httpState) head(t web.Task) (string, error) {
+	h.mu.Lock()
+	st := h.heads[t.Identity.Key()]
+	h.mu.Unlock()
+	if st == nil {
+		return "", nil
+	}
+	if st.hold != nil {
+		close(st.waiting)
+		<-st.hold
+	}
+	return st.commit, nil
+}
+
+func cmdHead(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) < 2 || len(args) > 3 || (len(args) == 3 && args[2] != "hold") {
+		ts.Fatalf("usage: head TASK COMMIT [hold]")
+	}
+	st := &headState{commit: args[1]}
+	if len(args) == 3 {
+		st.hold, st.waiting = make(chan struct{}), make(chan struct{})
+	}
+	s.http.mu.Lock()
+	if s.http.heads == nil {
+		s.http.heads = map[string]*headState{}
+	}
+	s.http.heads[s.planKey(ts, args[0])] = st
+	s.http.mu.Unlock()
+}
+
+func cmdHeadRelease(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: head-release TASK")
+	}
+	s.http.mu.Lock()
+	st := s.http.heads[s.planKey(ts, args[0])]
+	s.http.mu.Unlock()
+	if st == nil || st.hold == nil {
+		ts.Fatalf("the HEAD of %s is not held", args[0])
+	}
+	close(st.hold)
+	st.hold = nil
+}
+
+// heldHead is the waiting channel of the task heads held now.
+func (s *scenario) heldHeads() []chan struct{} {
+	s.http.mu.Lock()
+	defer s.http.mu.Unlock()
+	var out []chan struct{}
+	for _, st := range s.http.heads {
+		if st.hold != nil {
+			out = append(out, st.waiting)
+		}
+	}
+	return out
+}
+
+func cmdActions(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 2 {
+		ts.Fatalf("usage: actions TASK N")
+	}
+	key := s.planKey(ts, args[0])
+	var n int
+	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { n, err = tx.UserActionCount(key); return err }); err != nil {
+		ts.Fatalf("%v", err)
+	}
+	if want := atoi(ts, "N", args[1]); n != want {
+		s.fatal(ts, "task %s has %d user actions, want %d", args[0], n, want)
+	}
+}
+
+func cmdHTTPActive(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: http-active N")
+	}
+	if n, want := s.web(ts).Active(), atoi(ts, "N", args[0]); n != want {
+		s.fatal(ts, "%d requests active, want %d", n, want)
+	}
+}
+
+// httpAction is the action ID a command sends: action=len:N is N bytes
+// of "a", to show a long value is refused whole; otherwise as s.action.
+func (s *scenario) httpAction(a argSet) string {
+	if v, ok := strings.CutPrefix(a.kv["action"], "len:"); ok {
+		n, _ := strconv.Atoi(v)
+		return strings.Repeat("a", n)
+	}
+	return s.action(a)
+}
+
+// do sends one request in-process and returns the recorder.
+func (s *scenario) do(ts *gts.TestScript, method, path string, body []byte) *httptest.ResponseRecorder {
+	srv := s.web(ts)
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, req)
+	return rec
+}
+
+// checkStatus prints the status line and asserts it against status= (200
+// unless given).
+func (s *scenario) checkStatus(ts *gts.TestScript, a argSet, rec *httptest.ResponseRecorder) {
+	fmt.Fprintf(ts.Stdout(), "http %d\n", rec.Code)
+	want := 200
+	if v, ok := a.kv["status"]; ok {
+		want = atoi(ts, "status", v)
+	}
+	if rec.Code != want {
+		s.fatal(ts, "HTTP %d, want %d: %s", rec.Code, want, strings.TrimSpace(rec.Body.String()))
+	}
+}
+
+// printReply prints an action reply, or an error reply, with attempt IDs
+// as the script's names.
+func (s *scenario) printReply(ts *gts.TestScript, body []byte) {
+	var e struct {
+		Error *struct{ Code, Message string } `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != nil {
+		fmt.Fprintf(ts.Stdout(), "error: %s: %s\n", e.Error.Code, e.Error.Message)
+		return
+	}
+	var r web.ActionReply
+	if err := json.Unmarshal(body, &r); err != nil {
+		ts.Fatalf("reply is not JSON: %v: %.200s", err, body)
+	}
+	fmt.Fprintf(ts.Stdout(), "outcome: %s\n", r.Outcome)
+	if r.Code != "" {
+		fmt.Fprintf(ts.Stdout(), "code: %s\n", r.Code)
+	}
+	if r.Message != "" {
+		fmt.Fprintf(ts.Stdout(), "message: %s\n", s.names(r.Message))
+	}
+	if r.Replayed {
+		fmt.Fprintln(ts.Stdout(), "replayed")
+	}
+	if r.AttemptID != "" {
+		fmt.Fprintf(ts.Stdout(), "attempt: %s\n", s.w.Name(r.AttemptID))
+	}
+	if r.Status != nil {
+		fmt.Fprintf(ts.Stdout(), "stateVersion: %d\n", r.Status.StateVersion)
+	}
+}
+
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}`)
+
+// names replaces attempt IDs in a message by the script's names.
+func (s *scenario) names(msg string) string {
+	return uuidRE.ReplaceAllStringFunc(msg, s.w.Name)
+}
+
+func cmdHTTPRunner(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) < 2 || len(a.pos) > 3 {
+		ts.Fatalf("usage: http-runner TASK ACTION [ATTEMPT] [k=v...]")
+	}
+	key := s.planKey(ts, a.pos[0])
+	body := web.RunnerAction{Task: strings.ToLower(a.pos[0]), Action: a.pos[1], ExpectedStateVersion: s.stateVersion(ts, key, a),
+		ExpectedReviewVersion: s.reviewVersion(ts, key, a), ActionID: s.httpAction(a)}
+	if len(a.pos) == 3 {
+		body.AttemptID = s.attempt(ts, a.pos[2])
+	}
+	if name := a.kv["as"]; name != "" {
+		if err := s.world(ts).NameNext(name); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+	b, _ := json.Marshal(body)
+	rec := s.do(ts, "POST", "/api/runner", b)
+	s.checkStatus(ts, a, rec)
+	s.printReply(ts, rec.Body.Bytes())
+}
+
+func cmdHTTPReview(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: http-review TASK ACTION [k=v...]")
+	}
+	key := s.planKey(ts, a.pos[0])
+	body := web.ReviewAction{Task: strings.ToLower(a.pos[0]), Action: a.pos[1], ActionID: s.httpAction(a),
+		Text: a.kv["text"], ChoiceKey: a.kv["key"], FindingID: a.kv["finding"]}
+	var item *int
+	if v, ok := a.kv["item"]; ok {
+		n := atoi(ts, "item", v)
+		item = &n
+	}
+	switch a.pos[1] {
+	case "reject":
+		body.ExpectedRevision = s.plan(ts, key).Revision
+		if v, ok := a.kv["rev"]; ok {
+			body.ExpectedRevision = atoi(ts, "rev", v)
+		}
+		body.Notes = []web.ActionNote{{Item: item, Text: a.kv["text"]}}
+		body.Text = ""
+	case "approve":
+		body.ExpectedReviewVersion = s.reviewVersion(ts, key, a)
+		body.Item = item
+	default:
+		body.Item = item
+	}
+	b, _ := json.Marshal(body)
+	rec := s.do(ts, "POST", "/api/review", b)
+	s.checkStatus(ts, a, rec)
+	s.printReply(ts, rec.Body.Bytes())
+}
+
+func cmdHTTPStatus(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: http-status TASK [status=CODE]")
+	}
+	s.planKey(ts, a.pos[0])
+	rec := s.do(ts, "GET", "/api/runner?task="+strings.ToLower(a.pos[0]), nil)
+	s.checkStatus(ts, a, rec)
+	if rec.Code != 200 {
+		s.printReply(ts, rec.Body.Bytes())
+		return
+	}
+	var r web.RunnerReply
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || len(r.Tasks) != 1 {
+		ts.Fatalf("GET /api/runner: %v %.200s", err, rec.Body)
+	}
+	t := r.Tasks[0]
+	out := ts.Stdout()
+	fmt.Fprintf(out, "stateVersion: %d\nreviewVersion: %d\n", t.StateVersion, t.ReviewVersion)
+	fmt.Fprintf(out, "available: %v retryable: %v runAgain: %v startable: %v resumable: %v cancellable: %v\n",
+		t.Available, t.Retryable, t.RunAgain, t.Startable, t.Resumable, t.Cancellable)
+	if t.StopRequested == nil {
+		fmt.Fprintln(out, "stopRequested: null")
+	} else {
+		fmt.Fprintf(out, "stopRequested: %s %s saved=%v\n", s.w.Name(t.StopRequested.AttemptID), t.StopRequested.Reason, t.StopRequested.Saved)
+	}
+	if t.Unresolved == nil {
+		fmt.Fprintln(out, "unresolved: null")
+	} else {
+		fmt.Fprintf(out, "unresolved: %s %s\n", s.w.Name(t.Unresolved.AttemptID), t.Unresolved.Reason)
+	}
+	fmt.Fprintf(out, "label: %s\n", s.names(t.Label))
+	for _, at := range t.Attempts {
+		fmt.Fprintf(out, "attempt %s: %s\n", s.w.Name(at.ID), s.names(at.Label))
+	}
+}
+
+func cmdHTTPLoad(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: http-load TASK [status=CODE]")
+	}
+	s.planKey(ts, a.pos[0])
+	rec := s.do(ts, "GET", "/api/review?task="+strings.ToLower(a.pos[0]), nil)
+	s.checkStatus(ts, a, rec)
+	if rec.Code != 200 {
+		s.printReply(ts, rec.Body.Bytes())
+		return
+	}
+	var r web.ReviewReply
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
+		ts.Fatalf("GET /api/review: %v", err)
+	}
+	fmt.Fprintf(ts.Stdout(), "revision: %d\nreviewVersion: %d\nitems: %d\nnotes: %d\nhistory: %d\n", r.Revision, r.ReviewVersion, len(r.Items), len(r.Notes), len(r.History))
+}
+
+// partialRequest is a request whose body arrives in parts.
+type partialRequest struct {
+	body    *partBody
+	rec     *httptest.ResponseRecorder
+	done    chan struct{}
+	waiting chan struct{} // closed when the handler first waits for more body
+}
+
+// partBody gives its first part, then blocks until released or closed.
+type partBody struct {
+	mu       sync.Mutex
+	first    []byte
+	rest     []byte
+	released chan struct{}
+	closed   chan struct{}
+	waiting  chan struct{}
+	once     sync.Once
+	destroy  bool
+}
+
+func (b *partBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	if len(b.first) > 0 {
+		n := copy(p, b.first)
+		b.first = b.first[n:]
+		b.mu.Unlock()
+		return n, nil
+	}
+	b.mu.Unlock()
+	select {
+	case <-b.released:
+	default:
+		b.once.Do(func() { close(b.waiting) })
+		select {
+		case <-b.released:
+		case <-b.closed:
+			b.mu.Lock()
+			b.destroy = true
+			b.mu.Unlock()
+			return 0, io.ErrClosedPipe
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.rest) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, b.rest)
+	b.rest = b.rest[n:]
+	return n, nil
+}
+
+func (b *partBody) Close() error {
+	select {
+	case <-b.closed:
+	default:
+		close(b.closed)
+	}
+	return nil
+}
+
+var placeholder = regexp.MustCompile(`\{(action|attempt|sv|rv|pad):([^}]+)\}`)
+
+func (s *scenario) expand(ts *gts.TestScript, body string) []byte {
+	return []byte(placeholder.ReplaceAllStringFunc(body, func(m string) string {
+		p := placeholder.FindStringSubmatch(m)
+		switch p[1] {
+		case "action":
+			return actionID(p[2])
+		case "attempt":
+			return s.attempt(ts, p[2])
+		case "sv":
+			return strconv.FormatInt(s.stateVersion(ts, s.planKey(ts, p[2]), argSet{}), 10)
+		case "rv":
+			return strconv.Itoa(s.reviewVersion(ts, s.planKey(ts, p[2]), argSet{}))
+		default:
+			return strings.Repeat(" ", atoi(ts, "pad", p[2]))
+		}
+	}))
+}
+
+func cmdHTTPBegin(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 4 {
+		ts.Fatalf("usage: http-begin NAME METHOD PATH BODY sent=N")
+	}
+	name := a.pos[0]
+	srv := s.web(ts)
+	if _, dup := s.http.pending[name]; dup {
+		ts.Fatalf("a request named %s is already in flight", name)
+	}
+	full := s.expand(ts, a.pos[3])
+	sent := atoi(ts, "sent", a.kv["sent"])
+	if sent > len(full) {
+		ts.Fatalf("sent=%d is more than the body's %d bytes", sent, len(full))
+	}
+	b := &partBody{first: full[:sent], rest: full[sent:], released: make(chan struct{}), closed: make(chan struct{}), waiting: make(chan struct{})}
+	req := httptest.NewRequest(a.pos[1], a.pos[2], nil)
+	req.Body, req.ContentLength = b, int64(len(full))
+	p := &partialRequest{body: b, rec: httptest.NewRecorder(), done: make(chan struct{}), waiting: b.waiting}
+	s.http.pending[name] = p
+	held := s.heldHeads()
+	go func() {
+		defer close(p.done)
+		srv.Handler().ServeHTTP(p.rec, req)
+	}()
+	headWaits := make(chan struct{})
+	if len(held) > 0 {
+		go func() {
+			for _, c := range held {
+				select {
+				case <-c:
+					close(headWaits)
+					return
+				case <-p.done:
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case <-p.waiting:
+	case <-headWaits:
+	case <-p.done:
+	case <-time.After(10 * time.Second): // a hang, never a step: fail rather than wait forever
+		s.fatal(ts, "request %s neither waited for its body nor answered", name)
+	}
+}
+
+func (s *scenario) partial(ts *gts.TestScript, name string) *partialRequest {
+	p, ok := s.http.pending[name]
+	if !ok {
+		ts.Fatalf("no request named %s (start one with http-begin)", name)
+	}
+	return p
+}
+
+func cmdHTTPSend(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: http-send NAME")
+	}
+	close(s.partial(ts, args[0]).body.released)
+}
+
+func cmdHTTPWait(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) < 1 {
+		ts.Fatalf("usage: http-wait NAME [status=CODE|destroyed] [close]")
+	}
+	p := s.partial(ts, a.pos[0])
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		s.fatal(ts, "request %s did not end", a.pos[0])
+	}
+	delete(s.http.pending, a.pos[0])
+	p.body.mu.Lock()
+	destroyed := p.body.destroy
+	p.body.mu.Unlock()
+	wantDestroyed := slicesContains(a.pos[1:], "destroyed")
+	if destroyed {
+		fmt.Fprintln(ts.Stdout(), "destroyed")
+		if !wantDestroyed {
+			s.fatal(ts, "request %s was destroyed", a.pos[0])
+		}
+		return
+	}
+	if wantDestroyed {
+		s.fatal(ts, "request %s answered %d, want destroyed", a.pos[0], p.rec.Code)
+	}
+	s.checkStatus(ts, a, p.rec)
+	closes := p.rec.Header().Get("Connection") == "close"
+	if closes {
+		fmt.Fprintln(ts.Stdout(), "connection: close")
+	}
+	if wantClose := slicesContains(a.pos[1:], "close"); wantClose != closes {
+		s.fatal(ts, "Connection: close is %v, want %v", closes, wantClose)
+	}
+	s.printReply(ts, p.rec.Body.Bytes())
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func cmdHTTPStop(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: http-stop begin|wait")
+	}
+	w := s.world(ts)
+	switch args[0] {
+	case "begin":
+		srv := s.web(ts)
+		// Step 1, in one turn: the server's stopping flag and the
+		// coordinator's barrier.
+		srv.SetStopping()
+		if err := w.Runner.CloseAdmission(context.Background()); err != nil {
+			ts.Fatalf("%v", err)
+		}
+		drained := srv.BeginDrain() // step 2
+		stopped := make(chan struct{})
+		s.http.stopped = stopped
+		go func() {
+			defer close(stopped)
+			<-drained
+			srv.AbortRequests() // step 3
+			w.Store.CloseWriteGate()
+			srv.AwaitRequestWork()
+		}()
+	case "wait":
+		if s.http.stopped == nil {
+			ts.Fatalf("http-stop wait before http-stop begin")
+		}
+		select {
+		case <-s.http.stopped:
+		case <-time.After(10 * time.Second):
+			s.fatal(ts, "the server's steps 2 and 3 did not end (is a request still waiting for its body before the drain limit?)")
+		}
+	default:
+		ts.Fatalf("usage: http-stop begin|wait")
+	}
+}
