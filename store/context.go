@@ -3,6 +3,8 @@ package store
 import (
 	"database/sql"
 	"errors"
+
+	"github.com/codeboost/codeboost/plan"
 )
 
 // The methods in this file change something an attempt depends on: the plan
@@ -12,9 +14,50 @@ import (
 // being current. ContextEffect classifies every exported method of Store and
 // Tx, and a reflection test fails when a method is missing from it.
 
-// ImportRevision replaces the plan with revision+1 and the given items.
-// expectedRevision is the caller's compare-and-swap.
+// ItemInput is one item of an imported revision: its title, and its spec,
+// the item's canonical JSON (plan.Item.Spec), or nil for an item known by
+// its title alone.
+type ItemInput struct {
+	Title string
+	Spec  []byte // nil: stored as NULL, read back as nil
+}
+
+// ImportRevision replaces the plan with revision+1 and the given items,
+// known by their titles alone. expectedRevision is the caller's
+// compare-and-swap.
 func (t *Tx) ImportRevision(planKey string, expectedRevision int, items []string) (int, error) {
+	inputs := make([]ItemInput, len(items))
+	for i, title := range items {
+		inputs[i] = ItemInput{Title: title}
+	}
+	return t.importRevision(planKey, expectedRevision, inputs)
+}
+
+// ImportPlan is ImportRevision for the full items of a plan document
+// (POST /api/plan/import): revision+1 with each item's title and spec, the
+// same compare-and-swap, the same refusals for an unknown plan and a stale
+// revision, the same context change. Before it reads anything it refuses
+// (bad input) an import of no item or of more items than a plan document
+// holds, and an item whose spec is not the canonical JSON of an item with
+// that title, so that every stored spec reads back with plan.ParseSpec.
+func (t *Tx) ImportPlan(planKey string, expectedRevision int, items []ItemInput) (int, error) {
+	if len(items) == 0 || len(items) > plan.MaxItems {
+		return 0, refuse(CodeBadInput, "a plan has 1 to %d items, not %d", plan.MaxItems, len(items))
+	}
+	for i, in := range items {
+		it, err := plan.ParseSpec(in.Spec)
+		if err != nil {
+			return 0, refuse(CodeBadInput, "plan item %d: its spec is not a plan item: %v", i+1, err)
+		}
+		if it.Title != in.Title {
+			return 0, refuse(CodeBadInput, "plan item %d: title %q, but its spec's title is %q", i+1, in.Title, it.Title)
+		}
+	}
+	return t.importRevision(planKey, expectedRevision, items)
+}
+
+// importRevision is ImportRevision's and ImportPlan's compare-and-swap.
+func (t *Tx) importRevision(planKey string, expectedRevision int, items []ItemInput) (int, error) {
 	var rev int
 	err := t.queryRow(`SELECT revision FROM plans WHERE key = ?`, planKey).Scan(&rev)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -29,13 +72,14 @@ func (t *Tx) ImportRevision(planKey string, expectedRevision int, items []string
 	return t.nextRevision(planKey, rev, items)
 }
 
-func (t *Tx) nextRevision(planKey string, rev int, items []string) (int, error) {
+func (t *Tx) nextRevision(planKey string, rev int, items []ItemInput) (int, error) {
 	next := rev + 1
 	if _, err := t.exec(`UPDATE plans SET revision = ? WHERE key = ?`, next, planKey); err != nil {
 		return 0, err
 	}
-	for i, title := range items {
-		if _, err := t.exec(`INSERT INTO plan_items (plan_key, revision, item, title) VALUES (?, ?, ?, ?)`, planKey, next, i+1, title); err != nil {
+	for i, it := range items {
+		if _, err := t.exec(`INSERT INTO plan_items (plan_key, revision, item, title, spec) VALUES (?, ?, ?, ?, ?)`,
+			planKey, next, i+1, it.Title, specText(it.Spec)); err != nil {
 			return 0, err
 		}
 	}

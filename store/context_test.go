@@ -52,6 +52,7 @@ var contextEffects = map[string]contextEffect{
 	// *store.Tx: what an attempt depends on.
 	"Tx.ImportRevision":     changesContext, // plan revision
 	"Tx.ApplySuggestion":    changesContext, // plan revision
+	"Tx.ImportPlan":         changesContext, // plan revision
 	"Tx.ChangeSnapshot":     changesContext, // snapshot
 	"Tx.Reassign":           changesContext, // assignment
 	"Tx.RecordHistory":      changesContext, // referenced code
@@ -195,6 +196,11 @@ func contextCases() []contextCase {
 		{name: "import revision", method: "Tx.ImportRevision", setup: func(e *env) (string, func(*store.Tx) error) {
 			k, _ := pending(e)
 			return k, func(tx *store.Tx) error { _, err := tx.ImportRevision(k, 1, []string{"a", "b", "c"}); return err }
+		}},
+		{name: "import plan", method: "Tx.ImportPlan", setup: func(e *env) (string, func(*store.Tx) error) {
+			k, _ := running(e)
+			items := planItems(e.t, "a", "b")
+			return k, func(tx *store.Tx) error { _, err := tx.ImportPlan(k, 1, items); return err }
 		}},
 		{name: "apply suggestion", method: "Tx.ApplySuggestion", setup: func(e *env) (string, func(*store.Tx) error) {
 			k, _ := running(e)

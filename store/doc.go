@@ -8,7 +8,8 @@
 // The store is synchronous: the runner calls it from its loop goroutine and
 // every call returns only after its transaction has committed or rolled back.
 // It may import modernc.org/sqlite and the standard library, plus the
-// project's leaf packages words, ids and failpoints.
+// project's leaf packages words, ids, failpoints and plan (the plan
+// document format, whose limits and spec reader the plan import shares).
 //
 // SQLite traps it avoids (design.md, "Dependencies, chosen"): WAL; write
 // transactions begin IMMEDIATE (a deferred read-then-write transaction fails

@@ -39,8 +39,9 @@ CREATE TABLE merge_attempts (
 PRAGMA user_version = 5;
 `
 
-// migrateV5 moves a v5 database to v6 in one transaction ("Proposed storage
-// additions"): it creates the v6 tables, backfills one tasks row per plans
+// migrateV5 moves a v5 database to the current schema in one transaction
+// ("Proposed storage additions", v5 → v6, with v7's plan_items, which v5 does
+// not have): it creates the v6 tables, backfills one tasks row per plans
 // row exactly as the contract's backfill table says, moves the merge
 // attempts into the v6 table, and gives a merged task its task-closed event
 // keyed by the merge attempt's ID. Any failure rolls everything back and

@@ -24,23 +24,35 @@ import (
 )
 
 // TestEveryMigrationStatementErrorPropagates is the statement-fault sweep
-// of the v5 → v6 migration: starting from the migration tests' v5 fixture,
-// it fails the k-th statement the migration runs (k = 1, 2, …; the
-// store/statement failpoint, at once or, for a query, after its first row)
-// until the migration runs through without reaching a k-th one. Each failed
-// Open must return that storage error (not another error a later statement
-// met because the failure was ignored, and never success), and leave the
-// file's rows, schema and version exactly as v5 had them. The last Open,
-// with no fault, on the same file that saw every failure, must migrate it
-// exactly as an Open of an untouched v5 fixture does.
+// of each migration (v5 → v7, v6 → v7): starting from the migration tests'
+// fixture of the older version, it fails the k-th statement the migration
+// runs (k = 1, 2, …; the store/statement failpoint, at once or, for a
+// query, after its first row) until the migration runs through without
+// reaching a k-th one. Each failed Open must return that storage error (not
+// another error a later statement met because the failure was ignored, and
+// never success), and leave the file's rows, schema and version exactly as
+// the older version had them. The last Open, with no fault, on the same file
+// that saw every failure, must migrate it exactly as an Open of an untouched
+// fixture does.
 //
 // kills: mutant/migrate-rename-error-ignored
 func TestEveryMigrationStatementErrorPropagates(t *testing.T) {
-	ref := filepath.Join(t.TempDir(), "v5.db")
-	writeV5(t, ref)
+	for _, fx := range []struct {
+		name  string
+		write func(*testing.T, string)
+	}{{"v5", writeV5}, {"v6", writeV6}} {
+		t.Run(fx.name, func(t *testing.T) {
+			sweepMigration(t, fx.write)
+		})
+	}
+}
+
+func sweepMigration(t *testing.T, write func(*testing.T, string)) {
+	ref := filepath.Join(t.TempDir(), "old.db")
+	write(t, ref)
 	s, err := store.Open(ref, store.Options{Now: newClock().Now, IDs: ids.NewSeeded(1)})
 	if err != nil {
-		t.Fatalf("Open(v5) with no fault: %v", err)
+		t.Fatalf("Open with no fault: %v", err)
 	}
 	s.Close()
 	migrated := fileDump(&env{t: t, path: ref})
@@ -48,9 +60,9 @@ func TestEveryMigrationStatementErrorPropagates(t *testing.T) {
 	for _, mode := range faultModes {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
-			e := &env{t: t, path: filepath.Join(t.TempDir(), "v5.db"), clock: newClock(), fp: failpoints.New()}
-			writeV5(t, e.path)
-			v5 := fileDump(e)
+			e := &env{t: t, path: filepath.Join(t.TempDir(), "old.db"), clock: newClock(), fp: failpoints.New()}
+			write(t, e.path)
+			old := fileDump(e)
 			for k := 1; ; k++ {
 				terms := "1*return" + mode.value
 				if k > 1 {
@@ -73,7 +85,7 @@ func TestEveryMigrationStatementErrorPropagates(t *testing.T) {
 						t.Fatalf("with no fault (%d statements): %v", k-1, err)
 					}
 					if diff := cmp.Diff(migrated, fileDump(e)); diff != "" {
-						t.Fatalf("after %d failed migrations, the one with no fault migrated otherwise than from an untouched v5 file:\n%s", k-1, diff)
+						t.Fatalf("after %d failed migrations, the one with no fault migrated otherwise than from an untouched file:\n%s", k-1, diff)
 					}
 					t.Logf("%d statements, each failed in turn", k-1)
 					return
@@ -84,8 +96,8 @@ func TestEveryMigrationStatementErrorPropagates(t *testing.T) {
 				case !strings.Contains(err.Error(), "failpoint store/statement"):
 					t.Errorf("statement %d failed, and Open returned another error: %v", k, err)
 				}
-				if diff := cmp.Diff(v5, fileDump(e)); diff != "" {
-					t.Fatalf("statement %d failed (%v), and the v5 file changed:\n%s", k, err, diff)
+				if diff := cmp.Diff(old, fileDump(e)); diff != "" {
+					t.Fatalf("statement %d failed (%v), and the older file changed:\n%s", k, err, diff)
 				}
 				if t.Failed() {
 					return
@@ -140,7 +152,7 @@ func TestMigrationThatCannotBeginIsAnError(t *testing.T) {
 		t.Fatalf("Open after the lock was released: %v", err)
 	}
 	s.Close()
-	if v := e.rawInt(`PRAGMA user_version`); v != 6 {
+	if v := e.rawInt(`PRAGMA user_version`); v != 7 {
 		t.Fatalf("user_version = %d after the lock was released", v)
 	}
 }

@@ -83,7 +83,7 @@ func (s *Store) migrate() error {
 	switch {
 	case v == schemaVersion:
 		if _, err := s.db.ExecContext(s.ctx, schemaIfMissing()); err != nil {
-			return fmt.Errorf("store: complete the v6 schema: %w", err)
+			return fmt.Errorf("store: complete the v%d schema: %w", schemaVersion, err)
 		}
 		return nil
 	case v == 0:
@@ -101,6 +101,8 @@ func (s *Store) migrate() error {
 		return tx.Commit()
 	case v == 5:
 		return s.migrateV5() // the review screen's database
+	case v == 6:
+		return s.migrateV6() // plan items without specs
 	default:
 		return fmt.Errorf("store: database schema version %d is not supported by this build (wants %d)", v, schemaVersion)
 	}

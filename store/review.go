@@ -50,7 +50,8 @@ type Note struct {
 type PlanItem struct {
 	Item     int
 	Title    string
-	RunAgain bool // a rejection asked for this item to run again
+	RunAgain bool   // a rejection asked for this item to run again
+	Spec     []byte // the item's canonical JSON (plan.ParseSpec reads it); nil for an item known by its title alone
 }
 
 // Plan is a plans row: the half of the present context that lives on the
@@ -175,9 +176,10 @@ func (t *Tx) RejectWithFeedback(planKey, actionID string, expectedRevision int, 
 }
 
 // copyRevision writes revision rev+1 as a copy of rev's items, keeping their
-// numbers (notes and events refer to items by number), with run_again set on
-// exactly the items this rejection names. It does not bump: the caller does,
-// once, with bumpContext.
+// numbers (notes and events refer to items by number) and their specs (the
+// work to run again is the same work), with run_again set on exactly the
+// items this rejection names. It does not bump: the caller does, once, with
+// bumpContext.
 func (t *Tx) copyRevision(planKey string, rev int, runAgain map[int]bool) (int, error) {
 	next := rev + 1
 	if _, err := t.exec(`UPDATE plans SET revision = ? WHERE key = ?`, next, planKey); err != nil {
@@ -188,7 +190,7 @@ func (t *Tx) copyRevision(planKey string, rev int, runAgain map[int]bool) (int, 
 		return 0, err
 	}
 	for _, it := range items {
-		if _, err := t.exec(`INSERT INTO plan_items (plan_key, revision, item, title, run_again) VALUES (?, ?, ?, ?, ?)`,
+		if _, err := t.exec(`INSERT INTO plan_items (spec, plan_key, revision, item, title, run_again) VALUES (?, ?, ?, ?, ?, ?)`, specText(it.Spec),
 			planKey, next, it.Item, it.Title, runAgain[it.Item]); err != nil {
 			return 0, err
 		}
@@ -412,7 +414,7 @@ func (t *Tx) Plan(planKey string) (Plan, error) {
 
 // PlanItems lists one revision's items in item order.
 func (t *Tx) PlanItems(planKey string, revision int) ([]PlanItem, error) {
-	rows, err := t.query(`SELECT item, title, run_again FROM plan_items WHERE plan_key = ? AND revision = ? ORDER BY item`, planKey, revision)
+	rows, err := t.query(`SELECT item, title, run_again, spec FROM plan_items WHERE plan_key = ? AND revision = ? ORDER BY item`, planKey, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -420,7 +422,7 @@ func (t *Tx) PlanItems(planKey string, revision int) ([]PlanItem, error) {
 	var out []PlanItem
 	for rows.Next() {
 		var it PlanItem
-		if err := rows.Scan(&it.Item, &it.Title, &it.RunAgain); err != nil {
+		if err := rows.Scan(&it.Item, &it.Title, &it.RunAgain, &it.Spec); err != nil {
 			return nil, err
 		}
 		out = append(out, it)

@@ -170,11 +170,11 @@ func TestRejectWithFeedbackR048(t *testing.T) {
 	if p := readPlan(t, s, key); p.Revision != 2 || p.SnapshotID != "snap-1" {
 		t.Fatalf("plan %+v, want revision 2 on snap-1", p)
 	}
-	wantNext := []PlanItem{{1, "one", true}, {2, "two", false}, {3, "three", true}}
+	wantNext := []PlanItem{{1, "one", true, nil}, {2, "two", false, nil}, {3, "three", true, nil}}
 	if got := readItems(t, s, key, 2); !reflect.DeepEqual(got, wantNext) {
 		t.Fatalf("revision 2 items %+v, want %+v", got, wantNext)
 	}
-	wantOld := []PlanItem{{1, "one", false}, {2, "two", false}, {3, "three", false}}
+	wantOld := []PlanItem{{1, "one", false, nil}, {2, "two", false, nil}, {3, "three", false, nil}}
 	if got := readItems(t, s, key, 1); !reflect.DeepEqual(got, wantOld) {
 		t.Fatalf("revision 1 items changed: %+v", got)
 	}
@@ -215,7 +215,7 @@ func TestRejectWithFeedbackR048(t *testing.T) {
 	if rev != 3 {
 		t.Fatalf("second rejection made revision %d, want 3", rev)
 	}
-	if got := readItems(t, s, key, 3); !reflect.DeepEqual(got, []PlanItem{{1, "one", false}, {2, "two", true}, {3, "three", false}}) {
+	if got := readItems(t, s, key, 3); !reflect.DeepEqual(got, []PlanItem{{1, "one", false, nil}, {2, "two", true, nil}, {3, "three", false, nil}}) {
 		t.Fatalf("revision 3 items %+v", got)
 	}
 	if evs := rawEvents(t, s, key); len(evs) != 2 || evs[1].SourceRef != "4" || evs[1].PlanRevision != 2 {

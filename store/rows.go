@@ -167,6 +167,15 @@ func nullStr[T ~string](s T) any {
 	return s
 }
 
+// specText binds a plan item's spec as SQL TEXT (a []byte would bind as a
+// BLOB), and a nil spec as NULL.
+func specText(spec []byte) any {
+	if spec == nil {
+		return nil
+	}
+	return string(spec)
+}
+
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }
 
 // Task reads one task.

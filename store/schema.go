@@ -3,9 +3,13 @@ package store
 // schemaVersion is the user_version this build writes. Version 6 is the
 // contract's "Proposed storage additions" (v5 → v6); earlier versions belong to
 // the review screen that preceded the runner and are migrated in issue 3.
-const schemaVersion = 6
+// Version 7 keeps each plan item's spec, its canonical JSON from a plan
+// document (docs/plan-format.md), beside its title: plan_items.spec, NULL for
+// an item known by its title alone (v6 rows, ImportRevision). v6 → v7 is
+// migrateV6.
+const schemaVersion = 7
 
-// schema is the whole v6 schema. Times are Unix milliseconds from the injected
+// schema is the whole v7 schema. Times are Unix milliseconds from the injected
 // clock, so that simulated runs are repeatable.
 const schema = `
 CREATE TABLE plans (
@@ -24,6 +28,7 @@ CREATE TABLE plan_items (
 	item      INTEGER NOT NULL,
 	title     TEXT NOT NULL,
 	run_again INTEGER NOT NULL DEFAULT 0,
+	spec      TEXT,
 	PRIMARY KEY (plan_key, revision, item)
 );
 CREATE TABLE notes (

@@ -407,6 +407,11 @@ func faultCases() []faultCase {
 			key := e.newTask("")
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.ApplySuggestion(key, 1, []string{"a", "b", "c"}); return err })
 		}},
+		{name: "import plan", setup: func(e *env) func() error {
+			key := e.newTask("")
+			items := planItems(e.t, "a", "b", "c")
+			return e.inTx(func(tx *store.Tx) error { _, err := tx.ImportPlan(key, 1, items); return err })
+		}},
 		{name: "snapshot, assignment, ledger", setup: func(e *env) func() error {
 			key := e.newTask("")
 			return e.inTx(func(tx *store.Tx) error {

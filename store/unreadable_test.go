@@ -202,14 +202,15 @@ func TestUnpreparableStatementStaysAnError(t *testing.T) {
 }
 
 // TestOpenRefusesASchemaItCannotComplete: a database whose tables this build
-// cannot complete (a v6 file whose attempts table lacks the columns the
-// v6 indexes name) or create (a file at version 0 that already holds a
-// table of another shape, another program's database) is refused with the
-// step that failed, and keeps its version. The version-0 file gains no
-// table (its schema is created in one transaction); the v6 completion is
-// additive and not one transaction, so the v6 file may keep the tables
-// added before the failure (CREATE … IF NOT EXISTS: a later open adds the
-// rest).
+// cannot complete (a v7 file whose attempts table lacks the columns the
+// v7 indexes name), migrate (a v6 file without the plan_items table the
+// v6 → v7 migration alters) or create (a file at version 0 that already
+// holds a table of another shape, another program's database) is refused
+// with the step that failed, and keeps its version. The version-0 and v6
+// files gain no table (their creation and migration are one transaction);
+// the v7 completion is additive and not one transaction, so the v7 file may
+// keep the tables added before the failure (CREATE … IF NOT EXISTS: a later
+// open adds the rest).
 //
 // kills: mutant/schema-create-error-ignored
 func TestOpenRefusesASchemaItCannotComplete(t *testing.T) {
@@ -217,7 +218,8 @@ func TestOpenRefusesASchemaItCannotComplete(t *testing.T) {
 		name, setup, want string
 		sameTables        bool
 	}{
-		{"v6 with an older attempts table", `CREATE TABLE attempts (id TEXT PRIMARY KEY); PRAGMA user_version = 6;`, "complete the v6 schema", false},
+		{"v7 with an older attempts table", `CREATE TABLE attempts (id TEXT PRIMARY KEY); PRAGMA user_version = 7;`, "complete the v7 schema", false},
+		{"v6 without plan items", `CREATE TABLE plans (key TEXT PRIMARY KEY); PRAGMA user_version = 6;`, "migrate v6", true},
 		{"another program's database", `CREATE TABLE plans (name TEXT); INSERT INTO plans VALUES ('mine');`, "create schema", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {

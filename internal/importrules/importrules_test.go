@@ -192,6 +192,22 @@ func TestDAdapterImportsOnlyTheStandardLibrary(t *testing.T) {
 	}
 }
 
+// TestPlanImportsOnlyTheStandardLibrary: the plan document format is a
+// leaf, so that the Store, the web server and the runner can all depend on
+// it and it on nothing of theirs.
+func TestPlanImportsOnlyTheStandardLibrary(t *testing.T) {
+	pkgs := list(t)
+	p := pkgs[mod+"/plan"]
+	if p == nil {
+		t.Fatal("no plan package")
+	}
+	for _, d := range p.Deps {
+		if !pkgs[d].Standard {
+			t.Errorf("plan depends on %s, which is not the standard library", d)
+		}
+	}
+}
+
 // TestOnlyTestsReachTheSimulator: no package but the scenario language
 // imports sim, and no package at all imports the scenario language, the
 // scenarios or go-internal's testscript (the scenario language itself
