@@ -14,6 +14,7 @@ package dadapter
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/codeboost/codeboost/words"
@@ -39,6 +40,26 @@ type InvocationInput struct {
 	Context     InvocationContext
 	Storage     TaskFilesystems // never nil: every attempt kind gets storage
 	Prompt      string
+	Output      OutputSink // the live output; nil: D discards it
+}
+
+// OutputSink receives the live output of one invocation: the agent's stdout
+// and stderr, in the order D reads them, for the people watching a running
+// attempt. It is not a record: the bounded diagnostic in the Store is the
+// only one, so a sink keeps at most a bounded tail and nothing once closed.
+//
+// D owns the sink from Start on. It calls Write from its output capture
+// (whatever goroutine reads the container's output) and ignores Write's
+// error: a watcher never stops the capture. It calls Close exactly once:
+// when the capture has stopped, before it calls the settlement callback, or,
+// if Start fails, before Start returns its error. D does not keep p after
+// Write returns.
+//
+// A sink must never slow D down: Write is bounded and returns at once,
+// dropping what a slow reader cannot take (it never waits for one).
+type OutputSink interface {
+	Write(p []byte) (int, error)
+	Close() error
 }
 
 // Resource is one thing D could not confirm it removed.
@@ -53,9 +74,44 @@ type Resource struct {
 type Settlement struct {
 	StopReason words.StopReason // empty when the agent exited on its own
 	ExitCode   int
-	Output     []byte // bounded
+	Output     []byte // bounded; the agent's result (see Result)
 	Diagnostic string // bounded; D's own words for a stop or failure
 	Unreleased []Resource
+}
+
+// Result is what an agent's result (Settlement.Output) may carry when it
+// is a JSON object: a one-line summary of what it did and what it spent.
+// Both are optional and the object may carry other fields; a result that is
+// not JSON carries neither. The runner publishes the result as it is; these
+// fields are read only for display (elapsed time, tokens and cost per
+// attempt and per task).
+type Result struct {
+	Summary string `json:"summary,omitempty"`
+	Usage   *Usage `json:"usage,omitempty"`
+}
+
+// Usage is what an agent reports it spent on one invocation: model tokens
+// read and written, and their cost in US dollars.
+type Usage struct {
+	InputTokens  int64   `json:"inputTokens"`
+	OutputTokens int64   `json:"outputTokens"`
+	CostUSD      float64 `json:"costUsd"`
+}
+
+// ParseUsage reads the usage an agent's result reports. It reports false
+// when the result is not a JSON object, carries no "usage" object, or carries
+// one with a negative count or cost, or a count that is not a whole number:
+// an agent's bad arithmetic is not shown as a cost. Fields left out are 0.
+func ParseUsage(result []byte) (Usage, bool) {
+	var r Result
+	if err := json.Unmarshal(result, &r); err != nil || r.Usage == nil {
+		return Usage{}, false
+	}
+	u := *r.Usage
+	if u.InputTokens < 0 || u.OutputTokens < 0 || u.CostUSD < 0 {
+		return Usage{}, false
+	}
+	return u, true
 }
 
 // Handle is a started invocation. Settlement ends only after everything D

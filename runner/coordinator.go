@@ -98,6 +98,10 @@ type Deps struct {
 	// its saved identity again (startup recovery step 2b); nil makes
 	// recovery fail closed on any saved group.
 	StopGroup func(ctx context.Context, g dadapter.ProcessGroup) error
+	// Output returns the live output sink for an attempt D is about to
+	// start (dadapter.InvocationInput.Output): D owns it from then on and
+	// closes it. Optional: nil, or a nil sink, and D discards the output.
+	Output func(attemptID string) dadapter.OutputSink
 }
 
 // Coordinator is the runner: admission, slots, jobs, first reasons, launch,

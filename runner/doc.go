@@ -36,6 +36,7 @@
 //	launch check                          Coordinator.launch
 //	InvocationHandle.settled              dadapter.Handle.OnSettled
 //	handle.cancel(reason)                 dadapter.Handle.Cancel, dReason
+//	live output (issue 8, not contract)   Deps.Output → dadapter.InvocationInput.Output
 //	rule 2 (terminal from first reason)   decideTerminal (settlement and recovery step 3)
 //	publication steps 1–5                 publishResult, publishNow, store.Tx.Publish
 //	terminal write                        writeTerminal, store.Tx.Finish

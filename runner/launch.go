@@ -246,6 +246,9 @@ func (c *Coordinator) launch(j *job) {
 			PlanRevision: a.Context.PlanRevision, AssignmentID: a.Context.AssignmentID,
 			ReferencedCodeHash: a.Context.ReferencedCodeHash, StateVersion: a.Context.Generation},
 	}
+	if c.deps.Output != nil {
+		in.Output = c.deps.Output(j.attemptID)
+	}
 	h, err := c.deps.D.Start(in)
 	if err != nil {
 		c.traceAttempt(j.attemptID, "d start %s threw: %v", j.attemptID, err)

@@ -28,7 +28,13 @@ type D struct{}
 
 var _ dadapter.D = D{}
 
-func (D) Start(dadapter.InvocationInput) (dadapter.Handle, error) { return nil, ErrNoDocker }
+// Start fails; the live output sink it was given is D's to close.
+func (D) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
+	if in.Output != nil {
+		in.Output.Close()
+	}
+	return nil, ErrNoDocker
+}
 
 func (D) PrepareTaskFilesystems(_ context.Context, _ dadapter.StorageOwner, _ func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
 	go done(nil, ErrNoDocker)

@@ -102,3 +102,21 @@ func TestProductionRunnerWithoutDocker(t *testing.T) {
 	}
 	c.Shutdown(context.Background())
 }
+
+// closeCounter is an output sink that counts its Closes.
+type closeCounter struct{ closes int }
+
+func (c *closeCounter) Write(p []byte) (int, error) { return len(p), nil }
+func (c *closeCounter) Close() error                { c.closes++; return nil }
+
+// TestStartClosesTheOutputSink: D owns the live output sink from Start on,
+// so a Start that fails closes it, once, before returning.
+func TestStartClosesTheOutputSink(t *testing.T) {
+	sink := &closeCounter{}
+	if _, err := (nodocker.D{}).Start(dadapter.InvocationInput{Output: sink}); !errors.Is(err, nodocker.ErrNoDocker) {
+		t.Fatalf("Start: %v", err)
+	}
+	if sink.closes != 1 {
+		t.Errorf("sink closed %d times, want 1", sink.closes)
+	}
+}

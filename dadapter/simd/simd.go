@@ -6,7 +6,7 @@
 // preparation process groups) outlives it until recovery acts.
 //
 // The scenarios drive it through package sim's deterministic world; the
-// demo (`codeboost serve --demo`, a later issue) links it on its own, without
+// demo (package demo, for `codeboost serve --demo`) links it on its own, without
 // the rest of the simulator. So it may import only dadapter and the standard
 // library: not sim, not testscript, not store, not runner, not failpoints.
 // Its time source is a plain func (D.Now), its names for the trace a func
@@ -487,9 +487,11 @@ func attemptFromDir(dir string) string {
 func (d *D) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
 	if p := d.policy[OpStart]; p.Mode == "fail" {
 		d.tracef("start %s throws: %s", d.name(in.AttemptID), p.Msg)
+		closeOutput(in.Output)
 		return nil, errors.New(p.Msg)
 	}
 	if in.Storage == nil {
+		closeOutput(in.Output)
 		return nil, errors.New("simd: an invocation needs task storage")
 	}
 	h := &Handle{d: d, attemptID: in.AttemptID, input: in}
@@ -498,7 +500,8 @@ func (d *D) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
 	return h, nil
 }
 
-// Handle is a simulated invocation. It settles only when the script says so.
+// Handle is a simulated invocation. It settles only when the script says so,
+// and its live output is what the script emits (Emit).
 type Handle struct {
 	d          *D
 	attemptID  string
@@ -509,6 +512,25 @@ type Handle struct {
 	onSettled  func(dadapter.Settlement)
 	orphaned   bool // its runner process died
 	removed    bool // recovery removed its container
+	captured   bool // the output capture has stopped: the sink, if any, is closed
+}
+
+// closeOutput closes a live output sink D will not write to.
+func closeOutput(sink dadapter.OutputSink) {
+	if sink != nil {
+		sink.Close()
+	}
+}
+
+// Emit is the agent writing p to its stdout or stderr: D passes it to the
+// invocation's live output sink, if it has one, until the capture stops
+// (the handle settles). What the agent writes after that, or after its
+// runner process died, reaches no one.
+func (h *Handle) Emit(p []byte) {
+	if h.captured || h.orphaned || h.input.Output == nil {
+		return
+	}
+	h.input.Output.Write(p)
 }
 
 func (h *Handle) OnSettled(fn func(dadapter.Settlement)) {
@@ -557,6 +579,8 @@ func (h *Handle) Settle(s dadapter.Settlement) error {
 	if h.stopReason != "" {
 		s.StopReason = h.stopReason
 	}
+	h.captured = true // the capture stops before Settled resolves
+	closeOutput(h.input.Output)
 	h.settled = &s
 	h.d.tracef("settled %s stop=%q exit=%d", h.d.name(h.attemptID), s.StopReason, s.ExitCode)
 	if h.onSettled != nil {

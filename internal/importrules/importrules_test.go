@@ -208,6 +208,51 @@ func TestPlanImportsOnlyTheStandardLibrary(t *testing.T) {
 	}
 }
 
+// TestLiveOutputAndDemoImports: the live output hub (dadapter/livelog) is
+// a leaf over the D contract, which the application, the web server and
+// the demo use; the demo agent (package demo) plays the simulated D on the
+// runner's loop and clock, and only the application and the binary link
+// it, so `codeboost serve` without --demo runs the same code it always did.
+// The demo reaches the simulated D through dadapter/simd alone: never the
+// simulator, the scenario language or the Store directly.
+func TestLiveOutputAndDemoImports(t *testing.T) {
+	pkgs := list(t)
+	may := map[string][]string{ // package → the module's packages it may import directly
+		mod + "/dadapter/livelog": {mod + "/dadapter"},
+		mod + "/demo":             {mod + "/dadapter", mod + "/dadapter/simd", mod + "/dadapter/livelog", mod + "/runner", mod + "/words"},
+	}
+	for from, allowed := range may {
+		p := pkgs[from]
+		if p == nil {
+			t.Fatalf("no %s", from)
+		}
+		for _, imp := range p.Imports {
+			if pkgs[imp] != nil && !pkgs[imp].Standard && !slices.Contains(allowed, imp) {
+				t.Errorf("%s imports %s; it may import only %s and the standard library", from, imp, strings.Join(allowed, ", "))
+			}
+		}
+	}
+	within := func(path string, dirs ...string) bool {
+		for _, d := range dirs {
+			if path == mod+"/"+d || strings.HasPrefix(path, mod+"/"+d+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	importers := map[string][]string{ // package → the folders whose (non-test) packages may import it
+		mod + "/demo":             {"app", "cmd"},
+		mod + "/dadapter/livelog": {"app", "web", "demo"},
+	}
+	for _, from := range ours(pkgs, "") {
+		for _, imp := range pkgs[from].Imports {
+			if dirs, ok := importers[imp]; ok && !within(from, dirs...) {
+				t.Errorf("%s imports %s; only %s may", from, imp, strings.Join(dirs, ", "))
+			}
+		}
+	}
+}
+
 // TestOnlyTestsReachTheSimulator: no package but the scenario language
 // imports sim, and no package at all imports the scenario language, the
 // scenarios or go-internal's testscript (the scenario language itself

@@ -1,0 +1,84 @@
+package simd
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/words"
+)
+
+// recorder is an output sink that records what reaches it, and when it
+// closed relative to the settlement callback.
+type recorder struct {
+	out    strings.Builder
+	closes int
+}
+
+func (r *recorder) Write(p []byte) (int, error) { return r.out.Write(p) }
+func (r *recorder) Close() error                { r.closes++; return nil }
+
+func started(t *testing.T, d *D, sink dadapter.OutputSink) *Handle {
+	t.Helper()
+	d.AddStorage(dadapter.StorageOwner{RunnerOwner: "o", AttemptID: "A", AllocationID: "alloc-0001"})
+	h, err := d.Start(dadapter.InvocationInput{AttemptID: "A", Storage: d.storage["A"], Output: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.(*Handle)
+}
+
+func newD() *D { return NewD(func(id string) string { return id }, func(string) {}) }
+
+// TestEmitReachesTheSinkUntilSettled: what the agent writes goes to the
+// sink in order; the sink closes once, before the settlement callback runs;
+// what comes after reaches no one.
+func TestEmitReachesTheSinkUntilSettled(t *testing.T) {
+	sink := &recorder{}
+	h := started(t, newD(), sink)
+	h.Emit([]byte("reading src/parse.go\n"))
+	h.Emit([]byte("running go test ./...\n"))
+	closedFirst := false
+	h.OnSettled(func(dadapter.Settlement) { closedFirst = sink.closes == 1 })
+	h.Cancel(words.StopCancelled)
+	if err := h.Settle(dadapter.Settlement{ExitCode: 143}); err != nil {
+		t.Fatal(err)
+	}
+	h.Emit([]byte("late\n"))
+	if got := sink.out.String(); got != "reading src/parse.go\nrunning go test ./...\n" {
+		t.Errorf("sink got %q", got)
+	}
+	if !closedFirst || sink.closes != 1 {
+		t.Errorf("closed before the settlement callback: %v; closes %d", closedFirst, sink.closes)
+	}
+}
+
+// TestEmitWithoutASink: an invocation started with no sink discards its
+// output.
+func TestEmitWithoutASink(t *testing.T) {
+	h := started(t, newD(), nil)
+	h.Emit([]byte("nobody reads this\n"))
+	if err := h.Settle(dadapter.Settlement{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFailedStartClosesTheSink: D owns the sink from Start on, so a Start
+// that throws closes it before returning.
+func TestFailedStartClosesTheSink(t *testing.T) {
+	d := newD()
+	if err := d.SetPolicy(OpStart, Policy{Mode: "fail", Msg: "no image"}); err != nil {
+		t.Fatal(err)
+	}
+	sink := &recorder{}
+	if _, err := d.Start(dadapter.InvocationInput{AttemptID: "A", Output: sink}); err == nil {
+		t.Fatal("Start succeeded")
+	}
+	noStorage := &recorder{}
+	if _, err := newD().Start(dadapter.InvocationInput{AttemptID: "B", Output: noStorage}); err == nil {
+		t.Fatal("Start without storage succeeded")
+	}
+	if sink.closes != 1 || noStorage.closes != 1 {
+		t.Errorf("closes: %d and %d, want 1 each", sink.closes, noStorage.closes)
+	}
+}

@@ -1,0 +1,48 @@
+package runner
+
+import (
+	"context"
+	"testing"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// outputD is goD that hands each Start's input to the test.
+type outputD struct {
+	*goD
+	started chan dadapter.InvocationInput
+}
+
+func (d outputD) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
+	d.started <- in
+	return d.goD.Start(in)
+}
+
+// discardSink is a live output sink that keeps nothing.
+type discardSink struct{ attemptID string }
+
+func (discardSink) Write(p []byte) (int, error) { return len(p), nil }
+func (discardSink) Close() error                { return nil }
+
+// TestLaunchHandsDTheOutputSink: D's start call carries the live output
+// sink Deps.Output returns for that very attempt, so D can stream it.
+func TestLaunchHandsDTheOutputSink(t *testing.T) {
+	d := outputD{goD: &goD{handles: map[string]*goHandle{}}, started: make(chan dadapter.InvocationInput, 1)}
+	c, st, _ := productionCoordinator(t, 1, d)
+	c.deps.Output = func(attemptID string) dadapter.OutputSink { return discardSink{attemptID} }
+	c.Open(context.Background())
+	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
+	if err := st.Update(func(tx *store.Tx) error { return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s"}) }); err != nil {
+		t.Fatal(err)
+	}
+	attemptID, err := c.Admit(context.Background(), AdmitRequest{PlanKey: id.Key(), Kind: words.KindReview})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := <-d.started
+	if got, ok := in.Output.(discardSink); !ok || got.attemptID != attemptID {
+		t.Errorf("Start's output sink = %#v, want the sink for %s", in.Output, attemptID)
+	}
+}
