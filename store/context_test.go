@@ -67,6 +67,8 @@ var contextEffects = map[string]contextEffect{
 	"Tx.CheckRunAgain":            doesNotChangeContext,
 	"Tx.ClearDiagnosticRef":       doesNotChangeContext,
 	"Tx.CreateTask":               doesNotChangeContext,
+	"Tx.EnsureTask":               doesNotChangeContext,
+	"Tx.ApprovedItems":            doesNotChangeContext,
 	"Tx.Finish":                   doesNotChangeContext,
 	"Tx.ResumePlan":               doesNotChangeContext,
 	"Tx.StartPlan":                doesNotChangeContext,

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -37,6 +38,10 @@ type ReviewItem struct {
 	Title    string `json:"title"`
 	RunAgain bool   `json:"runAgain"`
 	Approved bool   `json:"approved"` // holds an approval the execution gate accepts
+	// Spec is the item as its plan document declared it (instructions,
+	// file operations, links, scope: docs/plan-format.md); null for an
+	// item imported before plan documents existed.
+	Spec json.RawMessage `json:"spec"`
 }
 
 // ReviewNote is one saved note.
@@ -113,7 +118,7 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		for _, it := range items {
-			reply.Items = append(reply.Items, ReviewItem{Item: it.Item, Title: it.Title, RunAgain: it.RunAgain, Approved: approved[it.Item]})
+			reply.Items = append(reply.Items, ReviewItem{Item: it.Item, Title: it.Title, RunAgain: it.RunAgain, Approved: approved[it.Item], Spec: it.Spec})
 		}
 		notes, err := tx.Notes(key)
 		if err != nil {

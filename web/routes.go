@@ -20,6 +20,7 @@ func (s *Server) routes() {
 	mux.HandleFunc("POST /api/runner", s.postRunner)
 	mux.HandleFunc("GET /api/review", s.getReview)
 	mux.HandleFunc("POST /api/review", s.postReview)
+	mux.HandleFunc("POST /api/plan/import", s.postPlanImport)
 	mux.HandleFunc("GET /api/output", s.getOutput)
 	mux.HandleFunc("GET /api/diff", s.getDiff)
 	mux.Handle("GET /metrics", s.metricsHandler())

@@ -415,3 +415,38 @@ func TestStaticScreen(t *testing.T) {
 		t.Errorf("GET /: %d %.200s", rec.Code, rec.Body)
 	}
 }
+
+// TestPlanImport: a plan document becomes the next revision, with its
+// items' specs; a bad document is 400 and stores nothing; a stale expected
+// revision is a recorded 409.
+func TestPlanImport(t *testing.T) {
+	f := newFixture(t, 1)
+	doc := `{"format":"codeboost-plan/1","title":"Fix the parser","items":[
+		{"title":"Handle empty input","instructions":"Return an empty AST.","files":[{"op":"modify","path":"parse/parse.go"}],"scope":["parse/"]},
+		{"title":"Test it","instructions":"Add a table test.","files":[{"op":"create","path":"parse/empty_test.go"}],"scope":["parse/"],"links":[{"item":1,"kind":"depends-on"}]}]}`
+	rec := f.do("POST", "/api/plan/import", PlanImport{Task: "demo", ActionID: f.actionID(), ExpectedRevision: 1, Plan: `{"format":"nope"}`})
+	if rec.Code != 400 {
+		t.Fatalf("bad document: %d %s", rec.Code, rec.Body)
+	}
+	if f.actionCount() != 0 {
+		t.Fatalf("a bad document was recorded")
+	}
+	imp := PlanImport{Task: "demo", ActionID: f.actionID(), ExpectedRevision: 1, Plan: doc}
+	rec = f.do("POST", "/api/plan/import", imp)
+	if rec.Code != 200 || decodeReply(t, rec).Message != "plan revision 2" {
+		t.Fatalf("import: %d %s", rec.Code, rec.Body)
+	}
+	var rv ReviewReply
+	rec = f.do("GET", "/api/review?task=demo", nil)
+	if err := json.Unmarshal(rec.Body.Bytes(), &rv); err != nil || rv.Revision != 2 || len(rv.Items) != 2 || !strings.Contains(string(rv.Items[1].Spec), `"parse/empty_test.go"`) {
+		t.Fatalf("review after import: %v %s", err, rec.Body)
+	}
+	imp.ActionID = f.actionID()
+	rec = f.do("POST", "/api/plan/import", imp)
+	if r := decodeReply(t, rec); rec.Code != 409 || r.Code != store.CodeStaleVersion {
+		t.Fatalf("stale import: %d %s", rec.Code, rec.Body)
+	}
+	if f.actionCount() != 2 {
+		t.Errorf("%d actions, want the import and the recorded refusal", f.actionCount())
+	}
+}

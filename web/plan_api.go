@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/codeboost/codeboost/plan"
 	"github.com/codeboost/codeboost/store"
@@ -61,7 +62,7 @@ func (s *Server) postPlanImport(w http.ResponseWriter, r *http.Request) {
 	resp, err := s.opt.Runner.ReviewAction(r.Context(), store.Action{PlanKey: key, ActionID: a.ActionID, Kind: "plan/import", Request: request},
 		func(tx *store.Tx) (store.Response, error) {
 			rev, err := tx.ImportPlan(key, a.ExpectedRevision, items)
-			return store.Response{Outcome: "imported", Message: "plan revision " + itoa(rev)}, err
+			return store.Response{Outcome: "imported", Message: "plan revision " + strconv.Itoa(rev)}, err
 		})
 	s.reply(w, r, t, "plan/import", resp, err)
 }
