@@ -27,8 +27,10 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/dadapter/livelog"
 	"github.com/codeboost/codeboost/dadapter/nodocker"
 	"github.com/codeboost/codeboost/dadapter/procgroup"
+	"github.com/codeboost/codeboost/demo"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/runner/lock"
@@ -61,6 +63,10 @@ type Options struct {
 	Listen string
 	Tasks  []TaskConfig
 	Runner RunnerConfig
+	// Demo runs the demo: the real server, Store and coordinator on the
+	// simulated D played by the built-in demo agent (package demo) on the
+	// real clock, with the demo's tasks and plan (DemoTasks).
+	Demo bool
 
 	// Server replaces the review server startServer would build (tests of
 	// the shutdown order); nil in production.
@@ -88,6 +94,7 @@ type App struct {
 	root         string                // the runner root (after readOwnerToken)
 	loop         *runner.GoroutineLoop // the coordinator's loop; nil before recoverStartup and after closeStore
 	clock        runner.Clock          // the real clock, shared by the runner and the review server
+	output       *livelog.Hub          // running attempts' live output, from D to the review server
 	runner       *runner.Coordinator   // nil before recoverStartup
 	recovery     runner.RecoveryReport // what startup recovery did and left (after recoverStartup)
 	recoveryTook time.Duration         // how long startup recovery took
@@ -228,10 +235,15 @@ func (a *App) recoverStartup() error {
 	}
 	a.loop = runner.NewGoroutineLoop()
 	a.clock = runner.NewRealClock()
+	a.output = livelog.NewHub(0)
+	var d dadapter.D = nodocker.D{}
+	if a.opt.Demo {
+		d = demo.New(demo.Options{Loop: a.loop, Clock: a.clock, Seed: uint64(time.Now().UnixNano())}).D()
+	}
 	rc := a.opt.Runner
 	c, err := runner.New(runner.Config{Root: a.root, Owner: a.token, Slots: rc.Slots, AttemptTimeout: time.Duration(rc.AttemptTimeout),
 		Budget: time.Duration(rc.Budget), DiagnosticsDir: rc.DiagnosticsDir, DiagnosticsCap: rc.DiagnosticsCap}, runner.Deps{
-		Store: a.store, Capability: a.capability, D: nodocker.D{}, Clock: a.clock, Loop: a.loop,
+		Store: a.store, Capability: a.capability, D: d, Clock: a.clock, Loop: a.loop, Output: a.output.Sink,
 		IDs: ids.Random{}, StopGroup: stopGroup, Trace: a.trace,
 	})
 	if err != nil {
@@ -296,11 +308,14 @@ func (a *App) reportForPerson() {
 // at once. It says the runner is serving and writes the --ready file.
 func (a *App) ready() error {
 	a.starting.Store(false)
-	where := ""
-	if a.url != "" {
-		where = " at " + a.url
+	switch {
+	case a.opt.Demo:
+		a.log.Info(fmt.Sprintf("demo: open %s (the simulated D played by the demo agent; database %s)", a.url, a.lock.Path()))
+	case a.url != "":
+		a.log.Info(fmt.Sprintf("serving %s at %s (no Docker adapter in this build: attempts cannot start)", a.lock.Path(), a.url))
+	default:
+		a.log.Info(fmt.Sprintf("serving %s (no Docker adapter in this build: attempts cannot start)", a.lock.Path()))
 	}
-	a.log.Info(fmt.Sprintf("serving %s%s (no Docker adapter in this build: attempts cannot start)", a.lock.Path(), where))
 	if a.opt.Ready != "" {
 		return os.WriteFile(a.opt.Ready, []byte("ready\n"), 0o600)
 	}

@@ -21,6 +21,11 @@ func (a *App) startServer() error {
 	if err := a.ensureTasks(); err != nil {
 		return err
 	}
+	if a.opt.Demo {
+		if err := a.seedDemo(); err != nil {
+			return err
+		}
+	}
 	if a.server != nil || a.opt.Listen == "" || a.opt.Check {
 		return nil // --check runs startup and exits: nothing to serve
 	}
@@ -28,10 +33,14 @@ func (a *App) startServer() error {
 	for i, t := range a.opt.Tasks {
 		tasks[i] = t.webTask()
 	}
-	srv, err := web.New(web.Options{
+	opt := web.Options{
 		Runner: a.runner, Store: a.store, Clock: a.clock, Tasks: tasks, Log: a.log,
-		Diagnostics: web.DiagnosticsReader(a.runner.DiagnosticsDir()), Head: gitHead,
-	})
+		Diagnostics: web.DiagnosticsReader(a.runner.DiagnosticsDir()), Output: a.output, Demo: a.opt.Demo,
+	}
+	if !a.opt.Demo {
+		opt.Head = gitHead // the demo repository is not on disk
+	}
+	srv, err := web.New(opt)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
@@ -149,6 +150,9 @@ func attemptRow(a store.Attempt, st runner.Status) AttemptRow {
 		Current: a.ID == st.Task.CurrentAttemptID, FirstReason: string(a.FirstReason), StaleCause: a.StaleCause,
 		StopReason: string(a.StopReason), Diagnostic: a.Diagnostic, ExitCode: a.ExitCode,
 		CreatedAt: a.CreatedAt, StartedAt: a.StartedAt, SettledAt: a.SettledAt, HasDiff: a.DiagnosticRef != "",
+	}
+	if u, ok := dadapter.ParseUsage(a.Result); ok {
+		row.Usage = &Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: u.CostUSD}
 	}
 	if a.StartedAt != nil && a.SettledAt != nil {
 		ms := a.SettledAt.Sub(*a.StartedAt).Milliseconds()

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/codeboost/codeboost/app"
@@ -41,6 +42,7 @@ const (
 
 const usage = `Usage:
   codeboost serve --config FILE [flags]  run the review server and the runner until SIGINT or SIGTERM
+  codeboost serve --demo                 run the demo (a simulated agent) and print its URL
   codeboost help [COMMAND]            show help
 
 Run 'codeboost serve --help' for serve's flags.
@@ -100,7 +102,7 @@ func help(args []string, stdout, stderr io.Writer) int {
 // serveArgs are serve's flags, spelled as the README spells them.
 type serveArgs struct {
 	config, db, listen, root, ready, release, logFormat string
-	check                                               bool
+	check, demo                                         bool
 }
 
 // serveFlags defines serve's flags on a FlagSet whose parse errors go to w.
@@ -108,6 +110,7 @@ func serveFlags(w io.Writer) (*flag.FlagSet, *serveArgs) {
 	var a serveArgs
 	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fl.SetOutput(w)
+	fl.BoolVar(&a.demo, "demo", false, "run the demo: the real server, Store and runner on a simulated agent, with a plan ready to start (SQLite in a temporary directory unless --db)")
 	fl.StringVar(&a.config, "config", "", "the configuration `FILE` (JSON: listen, store, runner, tasks; see the README)")
 	fl.StringVar(&a.db, "db", "", "the SQLite database `PATH` (created if missing; overrides the file's store)")
 	fl.StringVar(&a.listen, "listen", "", "the review server's `ADDR` (default: the file's listen, else "+app.DefaultListen+"; '' for none)")
@@ -167,6 +170,22 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if a.db != "" {
 		cfg.Store = a.db
 	}
+	if a.demo {
+		if a.config != "" || a.release != "" {
+			return usageError("--demo takes neither --config nor --release-preparation")
+		}
+		cfg.Tasks = app.DemoTasks()
+		cfg.Runner.Slots = 2
+		if cfg.Store == "" {
+			dir, err := os.MkdirTemp("", "codeboost-demo-")
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+				return exitRuntime
+			}
+			defer os.RemoveAll(dir)
+			cfg.Store = filepath.Join(dir, "codeboost.db")
+		}
+	}
 	if a.root != "" {
 		cfg.Runner.Root = a.root
 	}
@@ -182,7 +201,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	ap, err := app.New(app.Options{
 		DB: cfg.Store, Root: cfg.Runner.Root, Ready: a.ready, Check: a.check, ReleasePreparation: a.release,
-		Listen: cfg.Listen, Tasks: cfg.Tasks, Runner: cfg.Runner,
+		Listen: cfg.Listen, Tasks: cfg.Tasks, Runner: cfg.Runner, Demo: a.demo,
 		Log: log, Stderr: stderr,
 	})
 	if err != nil {
