@@ -1,7 +1,7 @@
 # codeboost: the two commands a new user needs are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build test scenarios vet staticcheck bite bench demo race mutate mutate-all
+.PHONY: build test scenarios vet staticcheck bite bench demo replay race mutate mutate-all
 
 # staticcheck is pinned; `go run pkg@version` fetches it from the module proxy.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -36,11 +36,16 @@ race:
 bench:
 	$(GO) test ./sim -run '^$$' -bench . -benchtime 200x
 
-# demo replays every scenario with its trace, until `codeboost serve --demo`
-# exists (a later issue). The replay is a go test entry point
-# (scenarios/replay_test.go), run in local directory mode so that go test
-# shows its output; the codeboost binary links no scenario.
+# demo runs `codeboost serve --demo` on 127.0.0.1:8080 (DEMO_LISTEN): the
+# real server, Store and runner on a simulated agent. Open the URL it prints.
+DEMO_LISTEN ?= 127.0.0.1:8080
 demo: build
+	./bin/codeboost serve --demo --listen $(DEMO_LISTEN)
+
+# replay replays every scenario with its trace. The replay is a go test
+# entry point (scenarios/replay_test.go), run in local directory mode so
+# that go test shows its output; the codeboost binary links no scenario.
+replay:
 	cd scenarios && $(GO) test -count=1 -run '^TestReplay$$' -traces
 
 # mutate is the automatic mutation sweep over runner/ and store/ (package

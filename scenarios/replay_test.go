@@ -21,7 +21,7 @@ var traces = flag.Bool("traces", false, "TestReplay: replay the scenarios and pr
 // files). With -traces it replays every scenario that -run selects and,
 // once all have ended, prints each one's trace of events in virtual time,
 // in name order; a failing scenario fails the test as in TestScenarios.
-// Without -traces it is skipped: TestScenarios is the suite. `make demo`
+// Without -traces it is skipped: TestScenarios is the suite. `make replay`
 // runs it in local directory mode, where go test shows the output:
 //
 //	cd scenarios && go test -count=1 -run '^TestReplay$' -traces
