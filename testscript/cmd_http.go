@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,8 +67,8 @@ func init() {
 		Command{Name: "actions", Usage: "actions TASK N",
 			Summary: "asserts the task has N user_actions rows (applied and refused actions both count; a 400, 503 or storage error records none)",
 			Example: "actions T1 0", Run: cmdActions},
-		Command{Name: "http-stop", Usage: "http-stop begin|wait",
-			Summary: "begin: the server's shutdown steps 1 and 2 (stopping set and admission closed in one turn, then the drain starts, up to 14.5 s on the virtual clock); wait: waits for step 2 to end and step 3 to run (remaining requests aborted, those reading a body destroyed, the write gate closed, request work awaited); after an advance past the drain limit, wait must come next",
+		Command{Name: "http-stop", Usage: "http-stop begin|gate|wait",
+			Summary: "begin: the server's shutdown steps 1 and 2 (stopping set and admission closed in one turn, then the drain starts, up to 14.5 s on the virtual clock); gate: waits until step 2 has ended and step 3 has aborted the remaining requests, destroyed those reading a body and closed the write gate; wait: waits for all of that and for step 3's request work; after an advance past the drain limit, gate or wait must come next",
 			Example: "http-stop begin", Run: cmdHTTPStop},
 	)
 }
@@ -81,6 +82,7 @@ type httpState struct {
 	tasks   int
 	pending map[string]*partialRequest
 	stopped chan struct{} // closed when steps 2 and 3 have run
+	gated   chan struct{} // closed when step 3 has closed the write gate
 }
 
 func (s *scenario) web(ts *gts.TestScript) *web.Server {
@@ -254,7 +256,9 @@ func (s *scenario) printReply(ts *gts.TestScript, body []byte) {
 	}
 	var r web.ActionReply
 	if err := json.Unmarshal(body, &r); err != nil {
-		ts.Fatalf("reply is not JSON: %v: %.200s", err, body)
+		// net/http's own replies (405, 404 of the mux) are plain text.
+		fmt.Fprintf(ts.Stdout(), "body: %.200s\n", strings.TrimSpace(string(body)))
+		return
 	}
 	fmt.Fprintf(ts.Stdout(), "outcome: %s\n", r.Outcome)
 	if r.Code != "" {
@@ -479,9 +483,22 @@ func (s *scenario) expand(ts *gts.TestScript, body string) []byte {
 
 func cmdHTTPBegin(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
-	a := parse(args)
+	// NAME METHOD PATH [BODY] are positional whatever they hold (a path's
+	// query has '='); only what follows is k=v.
+	if len(args) < 3 {
+		ts.Fatalf("usage: http-begin NAME METHOD PATH [BODY sent=N]")
+	}
+	pos, rest := args[:3], args[3:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "sent=") {
+		pos, rest = args[:4], args[4:]
+	}
+	a := parse(rest)
+	a.pos = append(slices.Clone(pos), a.pos...)
+	if len(a.pos) == 3 { // no body: an empty one
+		a.pos = append(a.pos, "")
+	}
 	if len(a.pos) != 4 {
-		ts.Fatalf("usage: http-begin NAME METHOD PATH BODY sent=N")
+		ts.Fatalf("usage: http-begin NAME METHOD PATH [BODY sent=N]")
 	}
 	name := a.pos[0]
 	srv := s.web(ts)
@@ -489,7 +506,10 @@ func cmdHTTPBegin(ts *gts.TestScript, neg bool, args []string) {
 		ts.Fatalf("a request named %s is already in flight", name)
 	}
 	full := s.expand(ts, a.pos[3])
-	sent := atoi(ts, "sent", a.kv["sent"])
+	sent := 0
+	if v, ok := a.kv["sent"]; ok {
+		sent = atoi(ts, "sent", v)
+	}
 	if sent > len(full) {
 		ts.Fatalf("sent=%d is more than the body's %d bytes", sent, len(full))
 	}
@@ -592,7 +612,7 @@ func slicesContains(s []string, v string) bool {
 func cmdHTTPStop(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
 	if len(args) != 1 {
-		ts.Fatalf("usage: http-stop begin|wait")
+		ts.Fatalf("usage: http-stop begin|gate|wait")
 	}
 	w := s.world(ts)
 	switch args[0] {
@@ -605,25 +625,30 @@ func cmdHTTPStop(ts *gts.TestScript, neg bool, args []string) {
 			ts.Fatalf("%v", err)
 		}
 		drained := srv.BeginDrain() // step 2
-		stopped := make(chan struct{})
-		s.http.stopped = stopped
+		stopped, gated := make(chan struct{}), make(chan struct{})
+		s.http.stopped, s.http.gated = stopped, gated
 		go func() {
 			defer close(stopped)
 			<-drained
 			srv.AbortRequests() // step 3
 			w.Store.CloseWriteGate()
+			close(gated)
 			srv.AwaitRequestWork()
 		}()
-	case "wait":
+	case "gate", "wait":
 		if s.http.stopped == nil {
-			ts.Fatalf("http-stop wait before http-stop begin")
+			ts.Fatalf("http-stop %s before http-stop begin", args[0])
+		}
+		c := s.http.stopped
+		if args[0] == "gate" {
+			c = s.http.gated
 		}
 		select {
-		case <-s.http.stopped:
+		case <-c:
 		case <-time.After(10 * time.Second):
 			s.fatal(ts, "the server's steps 2 and 3 did not end (is a request still waiting for its body before the drain limit?)")
 		}
 	default:
-		ts.Fatalf("usage: http-stop begin|wait")
+		ts.Fatalf("usage: http-stop begin|gate|wait")
 	}
 }

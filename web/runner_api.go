@@ -309,7 +309,9 @@ func isShuttingDown(err error) bool {
 }
 
 func (s *Server) storageError(w http.ResponseWriter, what string, err error) {
-	if isShuttingDown(err) {
+	if isShuttingDown(err) || errors.Is(err, context.Canceled) {
+		// A request whose context shutdown step 3 aborted, or whose write
+		// met the closed write gate: nothing was recorded.
 		writeError(w, http.StatusServiceUnavailable, codeShuttingDown, words.ServerShuttingDown)
 		return
 	}
