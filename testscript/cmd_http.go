@@ -58,6 +58,9 @@ func init() {
 		Command{Name: "http-active", Usage: "http-active N",
 			Summary: "asserts that N admitted requests have not returned yet",
 			Example: "http-active 1", Run: cmdHTTPActive},
+		Command{Name: "http-drained", Usage: "[!] http-drained",
+			Summary: "asserts whether the server's drain (step 2) has ended: no admitted request left, or the drain limit passed",
+			Example: "! http-drained", Run: cmdHTTPDrained},
 		Command{Name: "head", Usage: "head TASK COMMIT [hold]",
 			Summary: "sets the task's repository HEAD, as the review load reads it; with hold, the next read waits (as a slow git would) until head-release, and a request waiting there counts as waiting for http-begin",
 			Example: "head T1 c2 hold", Run: cmdHead},
@@ -81,8 +84,9 @@ type httpState struct {
 	world   *sim.World
 	tasks   int
 	pending map[string]*partialRequest
-	stopped chan struct{} // closed when steps 2 and 3 have run
-	gated   chan struct{} // closed when step 3 has closed the write gate
+	drained <-chan struct{} // closed when step 2 has ended
+	stopped chan struct{}   // closed when steps 2 and 3 have run
+	gated   chan struct{}   // closed when step 3 has closed the write gate
 }
 
 func (s *scenario) web(ts *gts.TestScript) *web.Server {
@@ -609,6 +613,22 @@ func slicesContains(s []string, v string) bool {
 	return false
 }
 
+func cmdHTTPDrained(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if s.http.drained == nil {
+		ts.Fatalf("http-drained before http-stop begin")
+	}
+	var got bool
+	select {
+	case <-s.http.drained:
+		got = true
+	default:
+	}
+	if got == neg {
+		s.fatal(ts, "the drain has ended: %v, want %v", got, !neg)
+	}
+}
+
 func cmdHTTPStop(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
 	if len(args) != 1 {
@@ -625,6 +645,7 @@ func cmdHTTPStop(ts *gts.TestScript, neg bool, args []string) {
 			ts.Fatalf("%v", err)
 		}
 		drained := srv.BeginDrain() // step 2
+		s.http.drained = drained
 		stopped, gated := make(chan struct{}), make(chan struct{})
 		s.http.stopped, s.http.gated = stopped, gated
 		go func() {

@@ -70,8 +70,10 @@ type Server struct {
 	stopping bool                  // step 1 has run: new requests get 503
 	active   map[*request]struct{} // admitted requests that have not returned
 	idle     chan struct{}         // closed once stopping and no request is active
+	drained  chan struct{}         // closed once the drain ended: no request active, or the drain limit passed; nil before the drain
 	httpSrv  *http.Server          // nil when the handler is called in-process
 	served   chan struct{}         // closed when Serve returns
+	shut     chan struct{}         // closed when the drain's http.Server.Shutdown returns; nil before the drain
 }
 
 // New checks the options and builds the server.
@@ -156,14 +158,15 @@ func (s *Server) finish(req *request) {
 	delete(s.active, req)
 	if s.stopping && len(s.active) == 0 {
 		closeOnce(s.idle)
+		if s.drained != nil {
+			closeOnce(s.drained)
+		}
 	}
 	s.mu.Unlock()
 }
 
 func closeOnce(c chan struct{}) {
-	select {
-	case <-c:
-	default:
+	if !isClosed(c) {
 		close(c)
 	}
 }
@@ -193,33 +196,53 @@ func (s *Server) SetStopping() {
 // clock.
 func (s *Server) Drain() { <-s.BeginDrain() }
 
-// BeginDrain starts step 2 on the caller's goroutine (the drain limit's
-// timer is set here, so a simulated clock is only touched by its own
-// goroutine) and returns a channel closed once no admitted request is left
-// or the drain limit has passed. The timer is never stopped: firing after
-// the drain ended closes a channel nobody waits on.
+// BeginDrain starts step 2 and returns a channel closed once the drain
+// has ended: no admitted request is left, or the drain limit has passed.
+// Nothing waits on a goroutine of the server's own: the channel is closed
+// by whatever ends the drain (the last request returning, or the limit's
+// timer on the injected clock), so a simulated clock decides exactly when.
+// The timer is never stopped: firing after the drain ended changes nothing.
 func (s *Server) BeginDrain() <-chan struct{} {
 	s.mu.Lock()
 	srv := s.httpSrv
+	drained := make(chan struct{})
+	s.drained = drained
+	if len(s.active) == 0 {
+		close(drained)
+	}
+	var shut chan struct{}
+	if srv != nil {
+		shut = make(chan struct{})
+		s.shut = shut
+	}
 	s.mu.Unlock()
 	if srv != nil {
 		// Shutdown closes the listeners and the idle connections, then
-		// keeps closing connections as they go idle; it returns when Close
-		// (step 6) ends them all.
-		go srv.Shutdown(context.Background()) //nolint:errcheck // its only error is the context's, never cancelled
+		// keeps closing connections as they go idle; it returns once none
+		// is left, at the latest when Close (step 6) ends them all.
+		go func() {
+			defer close(shut)
+			srv.Shutdown(context.Background()) //nolint:errcheck // its only error is the context's, never cancelled
+		}()
 	}
-	limit := make(chan struct{})
-	s.opt.Clock.AfterFunc(s.opt.DrainLimit, func() { close(limit) })
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		select {
-		case <-s.idle:
-		case <-limit:
-			s.log.Warn("shutdown: requests still running at the drain limit", "requests", s.Active())
+	s.opt.Clock.AfterFunc(s.opt.DrainLimit, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if n := len(s.active); n > 0 && !isClosed(drained) {
+			s.log.Warn("shutdown: requests still running at the drain limit", "requests", n)
 		}
-	}()
-	return done
+		closeOnce(drained)
+	})
+	return drained
+}
+
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // AbortRequests is step 3's first half: abort the context of every request
@@ -247,11 +270,14 @@ func (s *Server) AwaitRequestWork() { <-s.idle }
 // Close is step 6: close every connection and wait for Serve to return.
 func (s *Server) Close() {
 	s.mu.Lock()
-	srv, served := s.httpSrv, s.served
+	srv, served, shut := s.httpSrv, s.served, s.shut
 	s.mu.Unlock()
 	if srv != nil {
 		srv.Close()
 		<-served
+	}
+	if shut != nil {
+		<-shut
 	}
 }
 
