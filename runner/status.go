@@ -38,7 +38,7 @@ type Status struct {
 	// ReviewVersion is the plan's review version, read with the rows: start
 	// and resume send it back as expectedReviewVersion.
 	ReviewVersion int
-	PlanRun       bool   // a plan run is in progress (start and resume are refused)
+	PlanRun       bool // a plan run is in progress (start and resume are refused)
 	// Startable and Resumable are GET /api/runner's startable and
 	// resumable: the Store's own checks of start and resume at the present
 	// versions, and the runner's (open, not shutting down or needing a

@@ -273,4 +273,3 @@ func TestDrainLetsAdmittedWritesLand(t *testing.T) {
 		c.close(t)
 	})
 }
-
