@@ -21,14 +21,14 @@ import (
 // when it returns.
 
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	w   *sim.World
 	srv *Server
 	key string
 	n   int // action IDs handed out
 }
 
-func newFixture(t *testing.T, items int) *fixture {
+func newFixture(t testing.TB, items int) *fixture {
 	t.Helper()
 	w, err := sim.NewWorld(t.TempDir(), sim.Config{Seed: 1}, nil)
 	if err != nil {
