@@ -1,7 +1,7 @@
 # codeboost: the two commands a new user needs are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build test scenarios vet staticcheck bite bench demo replay race mutate mutate-all
+.PHONY: build test fuzz scenarios vet staticcheck bite bench demo replay race mutate mutate-all
 
 # staticcheck is pinned; `go run pkg@version` fetches it from the module proxy.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -16,12 +16,23 @@ staticcheck:
 	$(STATICCHECK) ./...
 
 # test is what CI runs: vet, staticcheck, every package (the bite test
-# builds every named mutant with -overlay and runs what claims it), then
-# every package under the race detector (the bite test skips itself there;
-# scenarios/TestTracesRepeat compares every trace at GOMAXPROCS 1 and 2).
+# builds every named mutant with -overlay and runs what claims it; the
+# browser tests drive Debian's chromium), then every package under the race
+# detector (the bite test and the browser tests skip themselves there;
+# scenarios/TestTracesRepeat compares every trace at GOMAXPROCS 1 and 2),
+# then the fuzz targets briefly.
 test: vet staticcheck
 	$(GO) test -timeout 20m ./...
 	$(GO) test -timeout 20m -race ./...
+	$(MAKE) fuzz
+
+# fuzz runs each fuzz target briefly from its seed corpus (testdata/fuzz):
+# every POST endpoint of the review server, and the plan format's parser.
+# One worker: the server's fuzz target drives one simulated world.
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzPost$$' -fuzztime $(FUZZTIME) -parallel 1 ./web
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 1 ./plan
 
 # bite runs only the bite test: every named mutant against what claims it.
 bite:
