@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -114,6 +115,9 @@ type Coordinator struct {
 	fp   *failpoints.Set
 
 	snap atomic.Pointer[snapshot] // published after each event; read by Status
+
+	statusMu    sync.Mutex            // guards statusCache (Status runs on any goroutine)
+	statusCache map[string]statusRows // the last status rows read, by plan key (statusRows)
 
 	drained      chan struct{} // closed once closing and no job is left
 	recoveryDone chan struct{} // closed when startup recovery ended

@@ -54,20 +54,9 @@ type Status struct {
 func (c *Coordinator) Status(planKey string) (Status, error) {
 	snap := c.snap.Load()
 	var st Status
-	var startErr, resumeErr error
-	err := c.deps.Store.View(func(tx *store.Tx) (err error) {
-		if st.Task, err = tx.Task(planKey); err != nil {
-			return err
-		}
-		startErr, resumeErr = tx.CanStart(planKey), tx.CanResume(planKey)
-		st.Attempts, err = tx.Attempts(planKey)
-		if err != nil {
-			return err
-		}
-		plan, err := tx.Plan(planKey)
-		st.ReviewVersion = plan.ReviewVersion
-		return err
-	})
+	rows, err := c.statusRows(planKey)
+	st.Task, st.Attempts, st.ReviewVersion = rows.task, rows.attempts, rows.reviewVersion
+	startErr, resumeErr := rows.startErr, rows.resumeErr
 	if err != nil {
 		return st, err
 	}
@@ -106,8 +95,7 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 		st.RunAgain = true
 	}
 	if active && !t.RequeuePending && (last.State == words.Failed || last.State == words.Cancelled) && last.Kind != words.KindExecute {
-		present, err := c.deps.Store.PresentContext(planKey)
-		st.Retryable = err == nil && store.StaleCause(last.Context, present) == ""
+		st.Retryable = rows.presentErr == nil && store.StaleCause(last.Context, rows.present) == ""
 	}
 	return st, nil
 }
@@ -152,4 +140,73 @@ func unresolvedText(reason string) string {
 		return "task storage could not be removed"
 	}
 	return reason
+}
+
+// statusRows is the Store's part of a status read: the rows and the
+// Store's own start and resume checks, as one read transaction saw them.
+type statusRows struct {
+	token         store.ChangeToken
+	task          store.Task
+	attempts      []store.Attempt // shared between readers: never modified
+	reviewVersion int
+	startErr      error
+	resumeErr     error
+	present       store.Context
+	presentErr    error
+}
+
+// changeTokens is the optional side of Store that says when the database
+// may have changed (store.Store has it).
+type changeTokens interface {
+	ChangeToken() (store.ChangeToken, error)
+}
+
+// statusRows reads the Store's part of a task's status, or reuses the last
+// read of it while the Store's change token is unchanged: a screen polls
+// several times a second, and these rows change only with a commit. The
+// in-memory part (the snapshot) and the clock are read fresh on every call.
+func (c *Coordinator) statusRows(planKey string) (statusRows, error) {
+	var rows statusRows
+	tokens, cached := c.deps.Store.(changeTokens)
+	if cached {
+		token, err := tokens.ChangeToken()
+		if err != nil {
+			return rows, err
+		}
+		c.statusMu.Lock()
+		r, ok := c.statusCache[planKey]
+		c.statusMu.Unlock()
+		if ok && r.token == token {
+			return r, nil
+		}
+		rows.token = token
+	}
+	err := c.deps.Store.View(func(tx *store.Tx) (err error) {
+		if rows.task, err = tx.Task(planKey); err != nil {
+			return err
+		}
+		rows.startErr, rows.resumeErr = tx.CanStart(planKey), tx.CanResume(planKey)
+		if rows.attempts, err = tx.Attempts(planKey); err != nil {
+			return err
+		}
+		plan, err := tx.Plan(planKey)
+		if err != nil {
+			return err
+		}
+		rows.reviewVersion = plan.ReviewVersion
+		rows.present, rows.presentErr = tx.PresentContext(planKey)
+		return nil
+	})
+	if err != nil {
+		return rows, err
+	}
+	if cached {
+		c.statusMu.Lock()
+		if c.statusCache == nil {
+			c.statusCache = map[string]statusRows{}
+		}
+		c.statusCache[planKey] = rows
+		c.statusMu.Unlock()
+	}
+	return rows, nil
 }

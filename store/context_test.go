@@ -35,6 +35,7 @@ var contextEffects = map[string]contextEffect{
 	// *store.Store
 	"Store.Admit":              doesNotChangeContext,
 	"Store.Attempt":            doesNotChangeContext,
+	"Store.ChangeToken":        doesNotChangeContext,
 	"Store.Attempts":           doesNotChangeContext,
 	"Store.Close":              doesNotChangeContext,
 	"Store.CloseWriteGate":     doesNotChangeContext,

@@ -31,7 +31,8 @@ type Store struct {
 	ids    ids.Source
 	fp     *failpoints.Set
 
-	gateClosed atomic.Bool // closed in shutdown step 3
+	gateClosed atomic.Bool   // closed in shutdown step 3
+	commits    atomic.Uint64 // transactions this Store committed (ChangeToken)
 
 	stmtMu     sync.Mutex
 	stmts      map[string]*sql.Stmt // prepared once per SQL text
@@ -201,6 +202,7 @@ func (s *Store) update(fn func(*Tx) error) (err error) {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	committed = true
+	s.commits.Add(1)
 	for _, f := range t.after {
 		f()
 	}
