@@ -59,6 +59,9 @@ type screenPage struct {
 // which installs one: there a missing browser fails.
 func needChromium(t *testing.T) {
 	t.Helper()
+	if raceEnabled {
+		t.Skip("the browser tests run once, without -race (see raceEnabled)")
+	}
 	if _, err := os.Stat(chromium); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("CI is set but %s is missing: install Debian's chromium package (.ci/run does)", chromium)
