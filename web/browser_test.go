@@ -415,6 +415,63 @@ func TestBrowserStaleStaysVisible(t *testing.T) {
 	}
 }
 
+// TestBrowserNeedsRestartShown is R041's screen half: the terminal write
+// fails after D settled, so the row still says running, but GET
+// /api/runner's unresolved marker makes the screen say "Needs restart:
+// result could not be saved" and offer no action on the attempt or the task
+// start.
+//
+// kills: mutant/http-status-hides-unresolved
+func TestBrowserNeedsRestartShown(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	p := w.open()
+	p.waitLabel(a, words.LabelRunning)
+	if err := w.fp.Enable("store/terminal-write", "1*return"); err != nil {
+		t.Fatal(err)
+	}
+	w.settle(a, dadapter.Settlement{ExitCode: 1, Output: []byte("provider crashed")})
+	want := words.NeedsRestartPrefix + "result could not be saved"
+	p.waitLabel(a, want)
+	for _, action := range []string{"cancel", "retry", "run-again"} {
+		if p.present(`#attempt-rows button[data-action="` + action + `"]`) {
+			t.Errorf("%s is offered for an attempt that needs a restart", action)
+		}
+	}
+	if st := w.status("parser-fix"); st.Unresolved == nil || st.Attempts[0].State != "running" {
+		t.Errorf("the row should still look active behind the marker: %+v", st)
+	}
+}
+
+// TestBrowserUnsavedStopShown is R063's screen half: the cancel's
+// first-reason write fails, so the stop is held in memory only, and the
+// screen says "Stopping (not saved yet)" from stopRequested.saved alone.
+//
+// kills: mutant/http-status-stop-always-saved
+func TestBrowserUnsavedStopShown(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	p := w.open()
+	p.waitLabel(a, words.LabelRunning)
+	if err := w.fp.Enable("store/first-reason-write", "1*return"); err != nil {
+		t.Fatal(err)
+	}
+	p.click(`#attempt-rows tr[data-attempt="` + a + `"] button[data-action=cancel]`)
+	p.waitLabel(a, words.LabelStoppingUnsaved)
+	if p.present(`#attempt-rows button[data-action=cancel]`) {
+		t.Error("Cancel is still offered while the stop is held")
+	}
+	// The attempt's detail says what stopRequested says: the reason, and
+	// that it is held in memory only.
+	p.click(`#attempt-rows tr[data-attempt="` + a + `"]`)
+	p.waitFor(`[...document.querySelectorAll('#attempt-facts div')].some(d => d.textContent === 'Stop requestedcancelled (not saved yet)')`,
+		"the unsaved stop in the attempt's detail")
+	w.settle(a, dadapter.Settlement{ExitCode: 137})
+	p.waitLabel(a, "Cancelled: Cancelled by the user")
+}
+
 // TestBrowserDraftSurvives is the UI rule "Drafts survive": the person
 // keeps writing while a change note is on its way; the reply does not
 // clear the newer text. A draft that still holds exactly what was sent is

@@ -22,6 +22,7 @@ import (
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/simd"
+	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/internal/mutant"
 	"github.com/codeboost/codeboost/runner"
@@ -39,6 +40,7 @@ import (
 // uiWorld is one browser test's server and everything behind it.
 type uiWorld struct {
 	t     *testing.T
+	fp    *failpoints.Set // this world's faults (store/terminal-write, …)
 	clock *manualClock
 	loop  *runner.GoroutineLoop
 	d     *simd.D
@@ -71,7 +73,8 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 	db := filepath.Join(dir, "codeboost.db")
 	clock := newManualClock()
 	idSource := ids.NewSeeded(1)
-	st, err := store.Open(db, store.Options{Now: clock.Now, IDs: idSource})
+	fp := failpoints.New()
+	st, err := store.Open(db, store.Options{Now: clock.Now, IDs: idSource, Failpoints: fp})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +94,11 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w := &uiWorld{t: t, clock: clock, loop: runner.NewGoroutineLoop(), store: st, out: newOutputHub(), tasks: map[string]store.Identity{}}
+	w := &uiWorld{t: t, fp: fp, clock: clock, loop: runner.NewGoroutineLoop(), store: st, out: newOutputHub(), tasks: map[string]store.Identity{}}
 	w.d = simd.NewD(func(id string) string { return id }, func(string) {})
 	w.d.Now = clock.Now
 	w.run, err = runner.New(runner.Config{Slots: 1, Root: root, Owner: token}, runner.Deps{
-		Store: st, Capability: capability, D: w.d, Clock: clock, Loop: w.loop, IDs: idSource,
+		Store: st, Capability: capability, D: w.d, Clock: clock, Loop: w.loop, IDs: idSource, Failpoints: fp,
 	})
 	if err != nil {
 		t.Fatal(err)
