@@ -319,7 +319,7 @@ func TestBrowserScreens(t *testing.T) {
 		"$ go test ./...\n", "--- FAIL: TestParseEmpty (0.00s)\n", "panic: runtime error: invalid memory address or nil pointer dereference\n",
 		"reading parse.go\n", "editing parse.go: guard against a nil reader\n", "$ go test ./...\n", "ok  \tgithub.com/acme/parser\t0.412s\n",
 	} {
-		w.out.Write(a, line)
+		w.emit(a, line)
 	}
 	p.waitFor(`document.getElementById('output').textContent.includes('0.412s')`, "the output's last line")
 	p.screenshot("running")
@@ -352,7 +352,7 @@ func TestBrowserScreens(t *testing.T) {
 	p.waitFor(`document.querySelectorAll('#attempt-rows tr').length === 2`, "the second attempt")
 	b := w.currentAttempt("parser-fix")
 	p.waitLabel(b, words.LabelRunning)
-	w.out.Write(b, "$ go test ./...\n--- FAIL: TestParseTruncated (0.01s)\n    parse_test.go:31: got <nil>, want ErrTruncated\nFAIL\n")
+	w.emit(b, "$ go test ./...\n--- FAIL: TestParseTruncated (0.01s)\n    parse_test.go:31: got <nil>, want ErrTruncated\nFAIL\n")
 	w.setDiff(b, "diff --git a/parse.go b/parse.go\n--- a/parse.go\n+++ b/parse.go\n@@ -88,3 +88,6 @@ func decode(data []byte) (*Document, error) {\n \tif len(data) < headerLen {\n-\t\treturn nil, nil\n+\t\treturn nil, &TruncatedError{Len: len(data)}\n \t}\n")
 	w.clock.Advance(time.Minute + 40*time.Second)
 	w.settle(b, dadapter.Settlement{ExitCode: 1, Output: []byte("go test ./... failed: TestParseTruncated")})

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/dadapter/livelog"
 	"github.com/codeboost/codeboost/dadapter/simd"
 	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/ids"
@@ -46,7 +47,7 @@ type uiWorld struct {
 	d     *simd.D
 	store *store.Store
 	run   *runner.Coordinator
-	out   *outputHub
+	out   *livelog.Hub
 	srv   *Server
 	proxy *proxy
 	url   string
@@ -94,11 +95,11 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	w := &uiWorld{t: t, fp: fp, clock: clock, loop: runner.NewGoroutineLoop(), store: st, out: newOutputHub(), tasks: map[string]store.Identity{}}
+	w := &uiWorld{t: t, fp: fp, clock: clock, loop: runner.NewGoroutineLoop(), store: st, out: livelog.NewHub(0), tasks: map[string]store.Identity{}}
 	w.d = simd.NewD(func(id string) string { return id }, func(string) {})
 	w.d.Now = clock.Now
 	w.run, err = runner.New(runner.Config{Slots: 1, Root: root, Owner: token}, runner.Deps{
-		Store: st, Capability: capability, D: w.d, Clock: clock, Loop: w.loop, IDs: idSource, Failpoints: fp,
+		Store: st, Capability: capability, D: w.d, Clock: clock, Loop: w.loop, IDs: idSource, Failpoints: fp, Output: w.out.Sink,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +224,19 @@ func (w *uiWorld) settle(attemptID string, s dadapter.Settlement) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.out.End(attemptID)
+}
+
+// emit writes a line of the attempt's live output as D reads it: through
+// the simulated D's handle, into the sink the runner gave it, so the page
+// follows the real hub (dadapter/livelog) the server reads.
+func (w *uiWorld) emit(attemptID, text string) {
+	w.t.Helper()
+	waitUntil(w.t, "D's start of "+attemptID, func() bool {
+		var started bool
+		w.onLoop(func() { started = w.d.Handle(attemptID) != nil })
+		return started
+	})
+	w.onLoop(func() { w.d.Handle(attemptID).Emit([]byte(text)) })
 }
 
 // setDiff sets what exporting the attempt's partial output returns.
@@ -407,92 +420,6 @@ func (c *manualClock) Advance(d time.Duration) {
 }
 
 // ---- Live output ----
-
-// outputHub is the test's live output (web.Output): the test writes an
-// attempt's output and ends it by hand.
-type outputHub struct {
-	mu       sync.Mutex
-	attempts map[string]*liveOutput
-	closed   bool
-}
-
-type liveOutput struct {
-	text  []byte
-	subs  map[chan []byte]bool
-	ended bool
-}
-
-func newOutputHub() *outputHub { return &outputHub{attempts: map[string]*liveOutput{}} }
-
-func (h *outputHub) get(id string) *liveOutput {
-	o := h.attempts[id]
-	if o == nil {
-		o = &liveOutput{subs: map[chan []byte]bool{}}
-		h.attempts[id] = o
-	}
-	return o
-}
-
-func (h *outputHub) Follow(id string) ([]byte, <-chan []byte, func(), bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	o := h.get(id)
-	if h.closed || o.ended {
-		return nil, nil, nil, false
-	}
-	ch := make(chan []byte, 256)
-	o.subs[ch] = true
-	stop := func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if o.subs[ch] {
-			delete(o.subs, ch)
-			close(ch)
-		}
-	}
-	return append([]byte(nil), o.text...), ch, stop, true
-}
-
-// Write appends to the attempt's output and sends it to every follower.
-func (h *outputHub) Write(id, text string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	o := h.get(id)
-	o.text = append(o.text, text...)
-	for ch := range o.subs {
-		select {
-		case ch <- []byte(text):
-		default: // a follower that does not keep up is let go
-			delete(o.subs, ch)
-			close(ch)
-		}
-	}
-}
-
-// End ends the attempt's output: every follower's stream says "end".
-func (h *outputHub) End(id string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	o := h.get(id)
-	o.ended = true
-	for ch := range o.subs {
-		delete(o.subs, ch)
-		close(ch)
-	}
-}
-
-func (h *outputHub) Close() {
-	h.mu.Lock()
-	ids := make([]string, 0, len(h.attempts))
-	for id := range h.attempts {
-		ids = append(ids, id)
-	}
-	h.closed = true
-	h.mu.Unlock()
-	for _, id := range ids {
-		h.End(id)
-	}
-}
 
 // ---- The proxy ----
 

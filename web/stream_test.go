@@ -1,0 +1,113 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeboost/codeboost/dadapter"
+)
+
+// sseEvents reads a Server-Sent Events stream into "event data" lines,
+// sending each as it arrives; the channel closes when the stream does.
+func sseEvents(t *testing.T, url string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	out := make(chan string, 64)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		var event string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				out <- event + " " + strings.TrimPrefix(line, "data: ")
+			}
+		}
+	}()
+	return out
+}
+
+func next(t *testing.T, events <-chan string, what string) string {
+	t.Helper()
+	select {
+	case e, ok := <-events:
+		if !ok {
+			t.Fatalf("the stream closed before %s", what)
+		}
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
+	}
+	return ""
+}
+
+// TestOutputStreamFollowsTheAttempt: GET /api/output sends the kept tail,
+// then each chunk as D reads it, then "end" when the attempt settles; a
+// settled attempt has no stream; a foreign attempt ID is 404.
+func TestOutputStreamFollowsTheAttempt(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	w.emit(a, "reading parse.go\n")
+	url := w.url + "/api/output?task=parser-fix&attempt=" + a
+	events := sseEvents(t, url)
+	if e := next(t, events, "the tail"); e != `output "reading parse.go\n"` {
+		t.Fatalf("first event %q", e)
+	}
+	w.emit(a, "$ go test ./...\n")
+	if e := next(t, events, "the next chunk"); e != `output "$ go test ./...\n"` {
+		t.Fatalf("second event %q", e)
+	}
+	w.settle(a, dadapter.Settlement{ExitCode: 0, Output: []byte(`{"summary":"done"}`)})
+	if e := next(t, events, "the end"); !strings.HasPrefix(e, "end") {
+		t.Fatalf("after settlement: %q", e)
+	}
+	resp, err := http.Get(url)
+	if err != nil || resp.StatusCode != 404 {
+		t.Errorf("a settled attempt's stream: %v %v", err, resp)
+	}
+	resp, err = http.Get(w.url + "/api/output?task=parser-fix&attempt=00000000-0000-4000-8000-000000000000")
+	if err != nil || resp.StatusCode != 404 {
+		t.Errorf("a foreign attempt's stream: %v %v", err, resp)
+	}
+}
+
+// TestOutputStreamsCloseAtStopping: every live-output stream ends at
+// shutdown step 1, so that no stream holds the drain open.
+//
+// kills: mutant/http-streams-outlive-stopping
+func TestOutputStreamsCloseAtStopping(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	w.emit(a, "thinking\n")
+	events := sseEvents(t, w.url+"/api/output?task=parser-fix&attempt="+a)
+	next(t, events, "the tail")
+	waitUntil(t, "the stream to be admitted", func() bool { return w.srv.Active() == 1 })
+	w.srv.SetStopping()
+	if e := next(t, events, "the end at stopping"); !strings.HasPrefix(e, "end") {
+		t.Fatalf("at stopping: %q", e)
+	}
+	select {
+	case <-w.srv.BeginDrain():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drain waits on a live-output stream")
+	}
+}
