@@ -31,6 +31,30 @@ func newMetrics() *metrics {
 	return m
 }
 
+// refused counts a writing request answered with neither an outcome nor a
+// recorded refusal (reply counts those, by their words): bad input, an
+// unknown task or method, a body over its limit, shutdown, a storage error.
+func (m *metrics) refused(status int) {
+	var o string
+	switch status {
+	case http.StatusBadRequest:
+		o = "bad-input"
+	case http.StatusNotFound:
+		o = "not-found"
+	case http.StatusMethodNotAllowed:
+		o = "method-not-allowed"
+	case http.StatusRequestEntityTooLarge:
+		o = "too-large"
+	case http.StatusServiceUnavailable:
+		o = "shutting-down"
+	case http.StatusInternalServerError:
+		o = "storage-error"
+	default:
+		return // 200 and 409: reply counted them by outcome
+	}
+	m.outcomes.WithLabelValues(o).Inc()
+}
+
 func (m *metrics) outcome(o string) {
 	if o == "" {
 		o = "applied"

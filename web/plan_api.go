@@ -43,7 +43,6 @@ func (s *Server) postPlanImport(w http.ResponseWriter, r *http.Request) {
 	}
 	doc, err := plan.Parse([]byte(a.Plan))
 	if err != nil {
-		s.metrics.outcome("bad-input")
 		writeError(w, http.StatusBadRequest, codeBadInput, "plan: "+err.Error())
 		return
 	}

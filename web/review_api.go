@@ -289,7 +289,6 @@ func (s *Server) postReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := act.check(a); err != nil {
-		s.metrics.outcome("bad-input")
 		writeError(w, http.StatusBadRequest, codeBadInput, err.Error())
 		return
 	}

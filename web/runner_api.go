@@ -258,13 +258,11 @@ func (s *Server) postRunner(w http.ResponseWriter, r *http.Request) {
 // lowercase UUID v4 (else 400, and nothing is stored).
 func (s *Server) actionTarget(w http.ResponseWriter, name, actionID string) (Task, bool) {
 	if !ids.ValidUUID(actionID) {
-		s.metrics.outcome("bad-input")
 		writeError(w, http.StatusBadRequest, codeBadInput, "actionId must be a lowercase UUID v4")
 		return Task{}, false
 	}
 	t, ok := s.tasks[name]
 	if !ok {
-		s.metrics.outcome("bad-input")
 		writeError(w, http.StatusNotFound, codeNotFound, "no configured task is called "+quote(name))
 		return Task{}, false
 	}
@@ -282,11 +280,9 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, t Task, kind stri
 	if err != nil {
 		switch ref, isRefusal := store.IsRefusal(err); {
 		case isShuttingDown(err) || r.Context().Err() != nil:
-			s.metrics.outcome("shutting-down")
 			writeError(w, http.StatusServiceUnavailable, codeShuttingDown, words.ServerShuttingDown)
 			return
 		case isRefusal && ref.Code == store.CodeBadInput && !resp.Replayed && resp.Outcome == "":
-			s.metrics.outcome("bad-input")
 			writeError(w, http.StatusBadRequest, codeBadInput, ref.Message)
 			return
 		case isRefusal:
@@ -315,7 +311,6 @@ func (s *Server) storageError(w http.ResponseWriter, what string, err error) {
 		writeError(w, http.StatusServiceUnavailable, codeShuttingDown, words.ServerShuttingDown)
 		return
 	}
-	s.metrics.outcome("storage-error")
 	s.log.Error(what+": storage error", "err", err)
 	writeError(w, http.StatusInternalServerError, codeStorage, "storage error: nothing was recorded; send the same action again")
 }

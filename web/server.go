@@ -143,13 +143,18 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.stopping {
 		s.mu.Unlock()
 		req.fail(http.StatusServiceUnavailable, codeShuttingDown, words.ServerShuttingDown)
-		s.metrics.outcome("shutting-down")
+		if r.Method == http.MethodPost {
+			s.metrics.refused(http.StatusServiceUnavailable)
+		}
 		return
 	}
 	s.active[req] = struct{}{}
 	s.mu.Unlock()
 	defer s.finish(req)
 	s.mux.ServeHTTP(req.w, req.r)
+	if r.Method == http.MethodPost {
+		s.metrics.refused(req.w.status)
+	}
 }
 
 func (s *Server) finish(req *request) {
