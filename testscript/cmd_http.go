@@ -346,22 +346,33 @@ func cmdHTTPReview(ts *gts.TestScript, neg bool, args []string) {
 	s.printReply(ts, rec.Body.Bytes())
 }
 
-func cmdHTTPStatus(ts *gts.TestScript, neg bool, args []string) {
-	s := get(ts)
+// getTask is GET path?task=TASK for a command whose only argument is the
+// task: it checks the status, prints an error reply, and returns the body
+// of a 200.
+func (s *scenario) getTask(ts *gts.TestScript, args []string, cmd, path string) ([]byte, bool) {
 	a := parse(args)
 	if len(a.pos) != 1 {
-		ts.Fatalf("usage: http-status TASK [status=CODE]")
+		ts.Fatalf("usage: %s TASK [status=CODE]", cmd)
 	}
 	s.planKey(ts, a.pos[0])
-	rec := s.do(ts, "GET", "/api/runner?task="+strings.ToLower(a.pos[0]), nil)
+	rec := s.do(ts, "GET", path+"?task="+strings.ToLower(a.pos[0]), nil)
 	s.checkStatus(ts, a, rec)
 	if rec.Code != 200 {
 		s.printReply(ts, rec.Body.Bytes())
+		return nil, false
+	}
+	return rec.Body.Bytes(), true
+}
+
+func cmdHTTPStatus(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	body, ok := s.getTask(ts, args, "http-status", "/api/runner")
+	if !ok {
 		return
 	}
 	var r web.RunnerReply
-	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil || len(r.Tasks) != 1 {
-		ts.Fatalf("GET /api/runner: %v %.200s", err, rec.Body)
+	if err := json.Unmarshal(body, &r); err != nil || len(r.Tasks) != 1 {
+		ts.Fatalf("GET /api/runner: %v %.200s", err, body)
 	}
 	t := r.Tasks[0]
 	out := ts.Stdout()
@@ -386,19 +397,12 @@ func cmdHTTPStatus(ts *gts.TestScript, neg bool, args []string) {
 
 func cmdHTTPLoad(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
-	a := parse(args)
-	if len(a.pos) != 1 {
-		ts.Fatalf("usage: http-load TASK [status=CODE]")
-	}
-	s.planKey(ts, a.pos[0])
-	rec := s.do(ts, "GET", "/api/review?task="+strings.ToLower(a.pos[0]), nil)
-	s.checkStatus(ts, a, rec)
-	if rec.Code != 200 {
-		s.printReply(ts, rec.Body.Bytes())
+	body, ok := s.getTask(ts, args, "http-load", "/api/review")
+	if !ok {
 		return
 	}
 	var r web.ReviewReply
-	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
+	if err := json.Unmarshal(body, &r); err != nil {
 		ts.Fatalf("GET /api/review: %v", err)
 	}
 	fmt.Fprintf(ts.Stdout(), "revision: %d\nreviewVersion: %d\nitems: %d\nnotes: %d\nhistory: %d\n", r.Revision, r.ReviewVersion, len(r.Items), len(r.Notes), len(r.History))

@@ -161,13 +161,9 @@ func pollAtRate(b *testing.B, url string, clients int, interval, d time.Duration
 			for next.Before(end) {
 				time.Sleep(time.Until(next))
 				t0 := time.Now()
-				resp, err := cl.Get(url)
-				if err != nil {
-					b.Error(err)
+				if !get(b, cl, url) {
 					return
 				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
 				mine = append(mine, time.Since(t0))
 				next = next.Add(interval)
 			}
@@ -178,6 +174,19 @@ func pollAtRate(b *testing.B, url string, clients int, interval, d time.Duration
 	}
 	wg.Wait()
 	return lat
+}
+
+// get fetches url and reads its body to the end; false after reporting an
+// error.
+func get(b *testing.B, cl *http.Client, url string) bool {
+	resp, err := cl.Get(url)
+	if err != nil {
+		b.Error(err)
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return true
 }
 
 func percentile(lat []time.Duration, p float64) time.Duration {
@@ -240,13 +249,9 @@ func BenchmarkPollSaturation(b *testing.B) {
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				resp, err := cl.Get(url)
-				if err != nil {
-					b.Error(err)
+				if !get(b, cl, url) {
 					return
 				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
 			}
 		})
 	}

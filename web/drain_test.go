@@ -112,14 +112,7 @@ func (c *connFixture) close(t *testing.T) {
 	}
 }
 
-func ended(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
+func ended(c chan struct{}) bool { return isClosed(c) }
 
 // readReply reads one HTTP reply from conn, or the error that ended it.
 func readReply(conn net.Conn) (*http.Response, string, error) {
