@@ -76,6 +76,13 @@ func init() {
 	)
 }
 
+// hangLimit is how long, in real time, a command waits for a handler that
+// runs on its own goroutine to reach the state the script expects. It is
+// never a step of a scenario: every wait ends at once when the code is
+// right (the handler answers or blocks on the script), and the limit only
+// turns a hang under a mutant into a failure instead of a stuck test.
+const hangLimit = 3 * time.Second
+
 // httpState is the scenario's review server and its requests in flight.
 type httpState struct {
 	mu      sync.Mutex
@@ -122,12 +129,14 @@ func (s *scenario) web(ts *gts.TestScript) *web.Server {
 // headState is a task's repository HEAD as the script sets it.
 type headState struct {
 	commit  string
-	hold    chan struct{} // non-nil: the next read waits until closed
-	waiting chan struct{} // closed when a read waits on hold
+	hold    chan struct{} // nil: reads return at once; else they wait until it is closed
+	waiting chan struct{} // closed when a read first waits on hold
+	once    sync.Once
 }
 
 // head is the server's Head: the script's HEAD for the task, waiting while
-// it is held.
+// it is held. It runs on a handler's goroutine; the script's goroutine
+// releases it, so every field it reads was set before the request began.
 func (h *httpState) head(t web.Task) (string, error) {
 	h.mu.Lock()
 	st := h.heads[t.Identity.Key()]
@@ -136,7 +145,7 @@ func (h *httpState) head(t web.Task) (string, error) {
 		return "", nil
 	}
 	if st.hold != nil {
-		close(st.waiting)
+		st.once.Do(func() { close(st.waiting) })
 		<-st.hold
 	}
 	return st.commit, nil
@@ -167,20 +176,28 @@ func cmdHeadRelease(ts *gts.TestScript, neg bool, args []string) {
 	s.http.mu.Lock()
 	st := s.http.heads[s.planKey(ts, args[0])]
 	s.http.mu.Unlock()
-	if st == nil || st.hold == nil {
+	if st == nil || st.hold == nil || isClosed(st.hold) {
 		ts.Fatalf("the HEAD of %s is not held", args[0])
 	}
 	close(st.hold)
-	st.hold = nil
 }
 
-// heldHead is the waiting channel of the task heads held now.
+func isClosed(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// heldHeads are the waiting channels of the HEAD reads held now.
 func (s *scenario) heldHeads() []chan struct{} {
 	s.http.mu.Lock()
 	defer s.http.mu.Unlock()
 	var out []chan struct{}
 	for _, st := range s.http.heads {
-		if st.hold != nil {
+		if st.hold != nil && !isClosed(st.hold) {
 			out = append(out, st.waiting)
 		}
 	}
@@ -549,7 +566,7 @@ func cmdHTTPBegin(ts *gts.TestScript, neg bool, args []string) {
 	case <-p.waiting:
 	case <-headWaits:
 	case <-p.done:
-	case <-time.After(10 * time.Second): // a hang, never a step: fail rather than wait forever
+	case <-time.After(hangLimit):
 		s.fatal(ts, "request %s neither waited for its body nor answered", name)
 	}
 }
@@ -579,7 +596,7 @@ func cmdHTTPWait(ts *gts.TestScript, neg bool, args []string) {
 	p := s.partial(ts, a.pos[0])
 	select {
 	case <-p.done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangLimit):
 		s.fatal(ts, "request %s did not end", a.pos[0])
 	}
 	delete(s.http.pending, a.pos[0])
@@ -670,7 +687,7 @@ func cmdHTTPStop(ts *gts.TestScript, neg bool, args []string) {
 		}
 		select {
 		case <-c:
-		case <-time.After(10 * time.Second):
+		case <-time.After(hangLimit):
 			s.fatal(ts, "the server's steps 2 and 3 did not end (is a request still waiting for its body before the drain limit?)")
 		}
 	default:

@@ -420,8 +420,8 @@ func TestBrowserStaleStaysVisible(t *testing.T) {
 // /api/runner's unresolved marker makes the screen say "Needs restart:
 // result could not be saved" and offer no action on the attempt or the task
 // start.
-//
-// kills: mutant/http-status-hides-unresolved
+// It fails under mutant/http-status-hides-unresolved too; the bite test
+// runs R041 for it.
 func TestBrowserNeedsRestartShown(t *testing.T) {
 	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
 	w.approveAll("parser-fix")
@@ -447,8 +447,8 @@ func TestBrowserNeedsRestartShown(t *testing.T) {
 // TestBrowserUnsavedStopShown is R063's screen half: the cancel's
 // first-reason write fails, so the stop is held in memory only, and the
 // screen says "Stopping (not saved yet)" from stopRequested.saved alone.
-//
-// kills: mutant/http-status-stop-always-saved
+// It fails under mutant/http-status-stop-always-saved too; the bite test
+// runs R063 for it.
 func TestBrowserUnsavedStopShown(t *testing.T) {
 	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
 	w.approveAll("parser-fix")

@@ -128,8 +128,9 @@ func readReply(conn net.Conn) (*http.Response, string, error) {
 // body stops half-way is waited for up to the drain limit and no longer;
 // then the request is destroyed (its connection closes with no reply) and
 // no attempt exists.
-//
-// kills: mutant/http-body-not-destroyed mutant/http-drain-ignores-its-limit
+// It fails under mutant/http-body-not-destroyed and
+// mutant/http-drain-ignores-its-limit too; the bite test runs R005 for
+// them, which builds one test binary instead of two.
 func TestDrainDestroysHalfSentBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newConnFixture(t)
@@ -171,8 +172,9 @@ func TestDrainDestroysHalfSentBody(t *testing.T) {
 // alive; a 405 sent before its body was read says Connection: close; and
 // shutdown then ends at once, closing the idle keep-alive connection instead
 // of waiting for its timeout.
-//
-// kills: mutant/http-413-before-the-body-ends mutant/http-early-reply-keeps-connection
+// It fails under mutant/http-413-before-the-body-ends and
+// mutant/http-early-reply-keeps-connection too; the bite test runs R032
+// for them.
 func TestShutdownClosesIdleConnections(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newConnFixture(t)
@@ -222,8 +224,9 @@ func TestShutdownClosesIdleConnections(t *testing.T) {
 // TestDrainLetsAdmittedWritesLand: a note admitted before stopping whose
 // body completes during the drain is saved and answered; a request arriving
 // after stopping is 503 and records nothing.
-//
-// kills: mutant/http-stopping-admits mutant/http-drain-ignores-requests
+// It fails under mutant/http-stopping-admits and
+// mutant/http-drain-ignores-requests too; the bite test runs R004 and R031
+// for them.
 func TestDrainLetsAdmittedWritesLand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newConnFixture(t)
