@@ -124,7 +124,9 @@ func biteOverlay(t *testing.T, m mutant.Mutant, scripts []string, claims []mutan
 	}
 	for _, r := range runs {
 		bin := filepath.Join(dir, strings.ReplaceAll(strings.Trim(r.pkg, "./"), "/", "_")+".test")
-		if err := mutant.BuildTest(ctx, moduleRoot, r.pkg, overlay, bin); err != nil {
+		// Without DWARF or a symbol table the link, most of a mutant's
+		// build, is shorter; a failing test still prints its stack.
+		if err := mutant.BuildTestFlags(ctx, moduleRoot, r.pkg, overlay, bin, "-ldflags=-s -w"); err != nil {
 			t.Fatalf("%s does not build: %v", m.Name, err)
 		}
 		res := mutant.RunTests(ctx, bin, filepath.Join(moduleRoot, r.pkg), mutant.Pattern(r.tests), false, overlay)
