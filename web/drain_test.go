@@ -269,3 +269,30 @@ func TestDrainLetsAdmittedWritesLand(t *testing.T) {
 		c.close(t)
 	})
 }
+
+// TestStalledBodyTimesOut: outside shutdown too, a body that stops
+// arriving ends its request at the request timeout; nothing is stored.
+func TestStalledBodyTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newConnFixture(t)
+		body := fmt.Sprintf(`{"task":"demo","action":"change-note","item":1,"text":"x","actionId":"%s"}`, c.actionID())
+		conn := c.l.dial()
+		defer conn.Close()
+		go fmt.Fprintf(conn, "POST /api/review HTTP/1.1\r\nHost: codeboost\r\nContent-Length: %d\r\n\r\n%s", len(body), body[:10])
+		synctest.Wait()
+		time.Sleep(RequestTimeout - time.Millisecond)
+		synctest.Wait()
+		if c.srv.Active() != 1 {
+			t.Fatalf("the request ended before the request timeout")
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if n := c.srv.Active(); n != 0 {
+			t.Fatalf("%d requests still active after the request timeout", n)
+		}
+		if c.actionCount() != 0 {
+			t.Errorf("a timed-out request stored something")
+		}
+		c.close(t)
+	})
+}

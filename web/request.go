@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // The error codes of replies the Store does not word (its refusals carry
@@ -203,6 +204,15 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 // unknown field or trailing data is bad input. It writes the error reply
 // itself and reports whether v was filled.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	// A body must arrive within the request timeout, so that a client that
+	// stops sending does not hold a request open outside shutdown either.
+	// It is a socket deadline, so it is set on the OS's clock, not the
+	// injected one; a request served in-process has no socket, and
+	// ErrNotSupported leaves it without one. The server has no ReadTimeout
+	// of its own: it would also cut the live-output streams.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(RequestTimeout))
+	defer rc.SetReadDeadline(time.Time{})
 	raw, err := readBody(r, limit)
 	switch {
 	case errors.Is(err, errTooLarge):
