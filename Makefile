@@ -31,8 +31,8 @@ test: vet staticcheck
 # One worker: the server's fuzz target drives one simulated world.
 FUZZTIME ?= 10s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPost$$' -fuzztime $(FUZZTIME) -parallel 1 ./web
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -parallel 1 ./plan
+	$(GO) test -run '^$$' -fuzz '^FuzzPost$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./web
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./plan
 
 # bite runs only the bite test: every named mutant against what claims it.
 bite:
