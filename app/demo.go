@@ -34,13 +34,9 @@ func (a *App) seedDemo() error {
 	if err != nil {
 		return fmt.Errorf("demo plan: %w", err)
 	}
-	items := make([]store.ItemInput, len(doc.Items))
-	for i, it := range doc.Items {
-		spec, err := it.Spec()
-		if err != nil {
-			return fmt.Errorf("demo plan: %w", err)
-		}
-		items[i] = store.ItemInput{Title: it.Title, Spec: spec}
+	items, err := store.ItemInputs(doc)
+	if err != nil {
+		return fmt.Errorf("demo plan: %w", err)
 	}
 	for _, t := range DemoTasks() {
 		key := t.identity().Key()

@@ -46,6 +46,10 @@ type Status struct {
 	// for the task), withheld while the task budget has run out.
 	Startable bool
 	Resumable bool
+	// Cancellable: the current attempt is pending or running with no stop
+	// requested (saved or not) and no unresolved marker, so a cancel would
+	// stop it.
+	Cancellable bool
 }
 
 // Status reads a task. It never waits behind a long event and never
@@ -86,6 +90,8 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 	}
 	st.Label = label(*last, st.StopRequested, st.Unresolved)
 	st.Labels[last.ID] = st.Label
+	st.Cancellable = (last.State == words.Pending || last.State == words.Running) && st.Unresolved == nil &&
+		st.StopRequested == nil && last.FirstReason == ""
 	if held || !snap.open || snap.unreleased {
 		return st, nil
 	}

@@ -22,6 +22,19 @@ type ItemInput struct {
 	Spec  []byte // nil: stored as NULL, read back as nil
 }
 
+// ItemInputs are a parsed plan document's items as ImportPlan takes them.
+func ItemInputs(doc plan.Document) ([]ItemInput, error) {
+	items := make([]ItemInput, len(doc.Items))
+	for i, it := range doc.Items {
+		spec, err := it.Spec()
+		if err != nil {
+			return nil, err
+		}
+		items[i] = ItemInput{Title: it.Title, Spec: spec}
+	}
+	return items, nil
+}
+
 // ImportRevision replaces the plan with revision+1 and the given items,
 // known by their titles alone. expectedRevision is the caller's
 // compare-and-swap.

@@ -77,6 +77,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.CanResume":                doesNotChangeContext,
 	"Tx.NextPlanItem":             doesNotChangeContext,
 	"Tx.Approve":                  doesNotChangeContext,
+	"Tx.ApproveReviewed":          doesNotChangeContext,
 	"Store.AdmissionRefused":      doesNotChangeContext,
 	"Tx.PreparationGroups":        doesNotChangeContext,
 	"Tx.RequeueCandidates":        doesNotChangeContext,

@@ -39,13 +39,9 @@ func parsePlan(t *testing.T, titles ...string) (plan.Document, []store.ItemInput
 	if err != nil {
 		t.Fatalf("fixture plan: %v", err)
 	}
-	out := make([]store.ItemInput, len(d.Items))
-	for i, it := range d.Items {
-		spec, err := it.Spec()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = store.ItemInput{Title: it.Title, Spec: spec}
+	out, err := store.ItemInputs(d)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return d, out
 }

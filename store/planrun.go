@@ -185,11 +185,29 @@ func (t *Tx) runnable(planKey string) (Task, error) {
 	return task, nil
 }
 
-func checkReviewVersion(p planProgress, expected int) error {
-	if p.plan.ReviewVersion != expected {
-		return refuse(CodeStaleReview, "review version is %d, not %d: review the plan again", p.plan.ReviewVersion, expected)
+func checkReviewVersion(p planProgress, expected int) error { return reviewedAt(p.plan, expected) }
+
+// reviewedAt refuses an action taken on a review the plan has since moved
+// past: start, resume and an approval send the review version they saw.
+func reviewedAt(p Plan, expected int) error {
+	if p.ReviewVersion != expected {
+		return refuse(CodeStaleReview, "review version is %d, not %d: review the plan again", p.ReviewVersion, expected)
 	}
 	return nil
+}
+
+// ApproveReviewed is a person's approval of one item, given at the review
+// version they saw: refused if the review has moved on since (a choice,
+// note or other approval saved meanwhile), as start and resume are.
+func (t *Tx) ApproveReviewed(planKey string, item, expectedReviewVersion int) (reviewVersion int, err error) {
+	p, err := t.Plan(planKey)
+	if err != nil {
+		return 0, err
+	}
+	if err := reviewedAt(p, expectedReviewVersion); err != nil {
+		return 0, err
+	}
+	return t.Approve(planKey, item)
 }
 
 // PlanStart is what the admitting transaction of "start" or "resume" needs:

@@ -62,10 +62,9 @@ func newLoadWorld(b *testing.B, ntasks int) *loadWorld {
 	if err != nil {
 		b.Fatal(err)
 	}
-	items := make([]store.ItemInput, len(doc.Items))
-	for i, it := range doc.Items {
-		spec, _ := it.Spec()
-		items[i] = store.ItemInput{Title: it.Title, Spec: spec}
+	items, err := store.ItemInputs(doc)
+	if err != nil {
+		b.Fatal(err)
 	}
 	w := &loadWorld{st: st, loop: loop}
 	for i := 0; i < ntasks; i++ {

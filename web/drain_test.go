@@ -112,8 +112,6 @@ func (c *connFixture) close(t *testing.T) {
 	}
 }
 
-func ended(c chan struct{}) bool { return isClosed(c) }
-
 // readReply reads one HTTP reply from conn, or the error that ended it.
 func readReply(conn net.Conn) (*http.Response, string, error) {
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -149,12 +147,12 @@ func TestDrainDestroysHalfSentBody(t *testing.T) {
 		done := c.shutdown()
 		time.Sleep(DrainLimit - time.Millisecond)
 		synctest.Wait()
-		if ended(done) || c.srv.Active() != 1 {
+		if isClosed(done) || c.srv.Active() != 1 {
 			t.Fatalf("shutdown did not wait for the admitted request up to the drain limit")
 		}
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		if !ended(done) {
+		if !isClosed(done) {
 			t.Fatalf("shutdown still waits after the drain limit")
 		}
 		if _, _, err := readReply(conn); err == nil {
@@ -249,7 +247,7 @@ func TestDrainLetsAdmittedWritesLand(t *testing.T) {
 		}
 		done := c.drain()
 		synctest.Wait()
-		if ended(done) || c.srv.Active() != 1 {
+		if isClosed(done) || c.srv.Active() != 1 {
 			t.Fatalf("the drain did not wait for the admitted note")
 		}
 

@@ -46,14 +46,10 @@ func (s *Server) postPlanImport(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeBadInput, "plan: "+err.Error())
 		return
 	}
-	items := make([]store.ItemInput, len(doc.Items))
-	for i, it := range doc.Items {
-		spec, err := it.Spec()
-		if err != nil {
-			writeError(w, http.StatusBadRequest, codeBadInput, "plan: "+err.Error())
-			return
-		}
-		items[i] = store.ItemInput{Title: it.Title, Spec: spec}
+	items, err := store.ItemInputs(doc)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, codeBadInput, "plan: "+err.Error())
+		return
 	}
 	key := t.Identity.Key()
 	request := a

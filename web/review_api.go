@@ -258,15 +258,7 @@ var reviewActions = map[string]reviewAction{
 			return checkItem(a.Item)
 		},
 		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
-			plan, err := tx.Plan(key)
-			if err != nil {
-				return store.Response{}, err
-			}
-			if plan.ReviewVersion != a.ExpectedReviewVersion {
-				return store.Response{}, &store.Refusal{Code: store.CodeStaleReview,
-					Message: fmt.Sprintf("review version is %d, not %d: review the plan again", plan.ReviewVersion, a.ExpectedReviewVersion)}
-			}
-			v, err := tx.Approve(key, *a.Item)
+			v, err := tx.ApproveReviewed(key, *a.Item, a.ExpectedReviewVersion)
 			return store.Response{Outcome: "approved", Message: "review version " + strconv.Itoa(v)}, err
 		},
 	},

@@ -114,7 +114,7 @@ func (s *Server) status(t Task) (TaskStatus, error) {
 		Attempts:  make([]AttemptRow, 0, len(st.Attempts)),
 		Available: st.Available, StateVersion: st.Task.StateVersion, ReviewVersion: st.ReviewVersion,
 		Retryable: st.Retryable, RunAgain: st.RunAgain, Startable: st.Startable, Resumable: st.Resumable,
-		Label: st.Label,
+		Cancellable: st.Cancellable, Label: st.Label,
 	}
 	if st.StopRequested != nil {
 		v.StopRequested = &StopRequested{AttemptID: st.StopRequested.AttemptID, Reason: string(st.StopRequested.Reason), Saved: st.StopRequested.Saved}
@@ -131,9 +131,6 @@ func (s *Server) status(t Task) (TaskStatus, error) {
 			total.InputTokens += row.Usage.InputTokens
 			total.OutputTokens += row.Usage.OutputTokens
 			total.CostUSD += row.Usage.CostUSD
-		}
-		if row.Current && (a.State == "pending" || a.State == "running") && st.Unresolved == nil && st.StopRequested == nil && a.FirstReason == "" {
-			v.Cancellable = true
 		}
 		row.Live = s.opt.Output != nil && a.State == "running"
 		v.Attempts = append(v.Attempts, row)
