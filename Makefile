@@ -1,7 +1,7 @@
 # codeboost: the two commands a new user needs are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build test fuzz scenarios vet staticcheck bite bench demo replay race mutate mutate-all
+.PHONY: build test fuzz fuzz-parse scenarios vet staticcheck bite bench demo replay race mutate mutate-all docker soak leaks
 
 # staticcheck is pinned; `go run pkg@version` fetches it from the module proxy.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -15,23 +15,75 @@ vet:
 staticcheck:
 	$(STATICCHECK) ./...
 
-# test is what CI runs: vet, staticcheck, every package (the bite test
-# builds every named mutant with -overlay and runs what claims it; the
-# browser tests drive Debian's chromium), then every package under the race
-# detector (the bite test and the browser tests skip themselves there;
-# scenarios/TestTracesRepeat compares every trace at GOMAXPROCS 1 and 2),
-# then the fuzz targets briefly.
-test: vet staticcheck
-	$(GO) test -timeout 20m ./...
-	$(GO) test -timeout 20m -race ./...
-	$(MAKE) fuzz
+# test is what CI runs: vet, staticcheck, every package (the browser tests
+# drive Debian's chromium; the bite test builds one shard of the named
+# mutants with -overlay and runs what claims them), then every package under
+# the race detector (the bite test and the browser tests skip themselves
+# there; scenarios/TestTracesRepeat compares every trace at GOMAXPROCS 1
+# and 2), then the plan parser's fuzz target briefly (fuzz-parse). Every
+# fuzz target's seed corpus runs as a plain test in both passes; fuzzing the
+# server's POST endpoints needs an instrumented build of the whole server
+# (three minutes of a cold CI run), so `make fuzz` does that.
+#
+# The bite test's shard is BITE_SHARD, one in BITE_SHARDS of the mutants,
+# turning with the commit count: every mutant is built within BITE_SHARDS
+# commits, and every mutant is checked to apply and to be claimed on every
+# run. All 220-odd mutants take about 15 minutes of this machine's two
+# cores (about 4 s each: a compile, a link, the claiming runs), more than a
+# CI run may; `make bite` builds them all.
+#
+# The Docker suites (dadapter/docker/..., e2e) need a Docker engine: they
+# skip, saying so, when none answers (CODEBOOST_REQUIRE_DOCKER=1, which CI
+# sets when an engine answers, turns that skip into a failure). They run
+# once, not again under the race detector, one package at a time (and one
+# test at a time whatever the package, by a lock file: objects one plants
+# would make another's runner refuse admission), and beside the rest: they
+# mostly wait on the engine, so they run in the background while the rest
+# uses the CPU, and their output follows the rest's.
+DOCKER_PKGS = ./dadapter/docker/... ./e2e
+BITE_SHARDS ?= 12
+BITE_SHARD ?= $(shell echo $$(( $$(git rev-list --count HEAD 2>/dev/null || echo 0) % $(BITE_SHARDS) )))/$(BITE_SHARDS)
+test:
+	@log=$$(mktemp); \
+	echo "go test -p 1 $(DOCKER_PKGS) (in the background; its output follows the rest)"; \
+	$(GO) test -p 1 -timeout 20m $(DOCKER_PKGS) >$$log 2>&1 & docker=$$!; \
+	$(MAKE) --no-print-directory vet staticcheck && \
+	echo "CODEBOOST_BITE_SHARD=$(BITE_SHARD) go test ./... (but the Docker suites)" && \
+	CODEBOOST_BITE_SHARD=$(BITE_SHARD) $(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e /dadapter/docker -e /e2e) && \
+	echo "go test -race ./... (but the Docker suites)" && \
+	$(GO) test -timeout 20m -race $$($(GO) list ./... | grep -v -e /dadapter/docker -e /e2e) && \
+	$(MAKE) --no-print-directory fuzz-parse; rc=$$?; \
+	wait $$docker; drc=$$?; \
+	echo "go test $(DOCKER_PKGS):"; cat $$log; rm -f $$log; \
+	[ $$rc -eq 0 ] && [ $$drc -eq 0 ]
+
+# docker runs the Docker suites alone.
+docker:
+	$(GO) test -count=1 -timeout 20m $(DOCKER_PKGS)
+
+# soak is the end-to-end cycle of `codeboost serve` on Docker (import,
+# start, a completed item, cancel, clean shutdown, kill -9 and restart) 20
+# times in a row; CI runs it 3 times as part of make test.
+SOAK ?= 20
+soak:
+	CODEBOOST_SOAK=$(SOAK) $(GO) test -count=1 -timeout 90m -run TestServeRunsAPlanInContainers -v ./e2e
+
+# leaks fails if any container, volume or network carries a codeboost label
+# (io.codeboost.*): CI runs it after the tests.
+leaks:
+	@left=$$( { docker ps -a --format '{{.ID}} {{.Labels}}'; docker volume ls --format '{{.Name}} {{.Labels}}'; \
+		docker network ls --format '{{.Name}} {{.Labels}}'; } | grep 'io\.codeboost\.' || true); \
+	if [ -n "$$left" ]; then echo "codeboost objects left on the engine:"; echo "$$left"; exit 1; fi; \
+	echo "no codeboost object is left on the engine"
 
 # fuzz runs each fuzz target briefly from its seed corpus (testdata/fuzz):
 # every POST endpoint of the review server, and the plan format's parser.
 # One worker: the server's fuzz target drives one simulated world.
 FUZZTIME ?= 10s
-fuzz:
+fuzz: fuzz-parse
 	$(GO) test -run '^$$' -fuzz '^FuzzPost$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./web
+
+fuzz-parse:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1s -parallel 1 ./plan
 
 # bite runs only the bite test: every named mutant against what claims it.

@@ -28,9 +28,7 @@ import (
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/livelog"
-	"github.com/codeboost/codeboost/dadapter/nodocker"
 	"github.com/codeboost/codeboost/dadapter/procgroup"
-	"github.com/codeboost/codeboost/demo"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/runner/lock"
@@ -68,6 +66,11 @@ type Options struct {
 	// real clock, with the demo's tasks and plan (DemoTasks).
 	Demo bool
 
+	// Engine opens the container engine when runner.agent names an image;
+	// nil in a build that runs no real agent (serve then refuses such a
+	// configuration at startup).
+	Engine OpenEngine
+
 	// Server replaces the review server startServer would build (tests of
 	// the shutdown order); nil in production.
 	Server Server
@@ -90,6 +93,7 @@ type App struct {
 	lock         *lock.Lock            // held from takeLock until releaseLock; nil otherwise
 	store        *store.Store          // open from openStore until closeStore; nil otherwise
 	capability   store.Capability      // the Store's shutdown capability, for the owner token, recovery and the runner
+	engine       Engine                // the real D when an agent is configured; nil otherwise
 	token        string                // the runner owner token (after readOwnerToken)
 	root         string                // the runner root (after readOwnerToken)
 	loop         *runner.GoroutineLoop // the coordinator's loop; nil before recoverStartup and after closeStore
@@ -226,9 +230,8 @@ func (a *App) readOwnerToken() error {
 // person (7), and admission opened unless a person must act first (8). It
 // waits for recovery to end and returns its error, if any.
 //
-// The coordinator runs against dadapter/nodocker until the Docker adapter
-// lands: recovery, admission and shutdown are the real ones, and every
-// attempt fails at its first preparation step with a clear message.
+// D is the Docker engine when an agent is configured (newD), so the legacy
+// objects of step 2d and this owner's leftovers are the engine's.
 func (a *App) recoverStartup() error {
 	if err := os.MkdirAll(a.root, 0o700); err != nil {
 		return err
@@ -236,15 +239,17 @@ func (a *App) recoverStartup() error {
 	a.loop = runner.NewGoroutineLoop()
 	a.clock = runner.NewRealClock()
 	a.output = livelog.NewHub(0)
-	var d dadapter.D = nodocker.D{}
-	if a.opt.Demo {
-		d = demo.New(demo.Options{Loop: a.loop, Clock: a.clock, Seed: uint64(time.Now().UnixNano())}).D()
+	d, err := a.newD()
+	if err != nil {
+		return err
 	}
 	rc := a.opt.Runner
+	kinds, why := a.kinds()
 	c, err := runner.New(runner.Config{Root: a.root, Owner: a.token, Slots: rc.Slots, AttemptTimeout: time.Duration(rc.AttemptTimeout),
-		Budget: time.Duration(rc.Budget), DiagnosticsDir: rc.DiagnosticsDir, DiagnosticsCap: rc.DiagnosticsCap}, runner.Deps{
+		Budget: time.Duration(rc.Budget), DiagnosticsDir: rc.DiagnosticsDir, DiagnosticsCap: rc.DiagnosticsCap,
+		Kinds: kinds, KindsWhy: why, Profile: rc.Agent.Profile()}, runner.Deps{
 		Store: a.store, Capability: a.capability, D: d, Clock: a.clock, Loop: a.loop, Output: a.output.Sink,
-		IDs: ids.Random{}, StopGroup: stopGroup, Trace: a.trace,
+		IDs: ids.Random{}, StopGroup: stopGroup, Trace: a.trace, Repository: a.repository(), Prompt: a.prompt,
 	})
 	if err != nil {
 		return err
@@ -290,6 +295,9 @@ func (a *App) reportForPerson() {
 		a.log.Warn("unknown preparation "+u+": stop its processes, then run codeboost serve --db "+shellQuote(a.lock.Path())+" --release-preparation "+id,
 			"attempt", id)
 	}
+	for _, u := range r.UnownedObjects {
+		a.log.Warn("left alone: " + u)
+	}
 	for _, u := range r.UnmatchedStorage {
 		a.log.Warn("task storage of "+u+" matches no attempt; left alone", "attempt", u)
 	}
@@ -312,9 +320,9 @@ func (a *App) ready() error {
 	case a.opt.Demo:
 		a.log.Info(fmt.Sprintf("demo: open %s (the simulated D played by the demo agent; database %s)", a.url, a.lock.Path()))
 	case a.url != "":
-		a.log.Info(fmt.Sprintf("serving %s at %s (no Docker adapter in this build: attempts cannot start)", a.lock.Path(), a.url))
+		a.log.Info(fmt.Sprintf("serving %s at %s (%s)", a.lock.Path(), a.url, a.agentWords()))
 	default:
-		a.log.Info(fmt.Sprintf("serving %s (no Docker adapter in this build: attempts cannot start)", a.lock.Path()))
+		a.log.Info(fmt.Sprintf("serving %s (%s)", a.lock.Path(), a.agentWords()))
 	}
 	if a.opt.Ready != "" {
 		return os.WriteFile(a.opt.Ready, []byte("ready\n"), 0o600)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"time"
 
+	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/web"
 )
@@ -39,6 +41,54 @@ type RunnerConfig struct {
 	Slots          int      `json:"slots"`          // default 1
 	AttemptTimeout Duration `json:"attemptTimeout"` // default 30m
 	Budget         Duration `json:"budget"`         // the whole task's time budget, default 2h
+	// Agent is how agents run. Without it (no image) the runner has no D:
+	// the server reviews plans, and every attempt fails at its first
+	// preparation step saying that no agent is configured.
+	Agent AgentConfig `json:"agent"`
+}
+
+// AgentConfig is the agent profile: the image every attempt runs in, its
+// command, the credentials it may see and its container's limits. The
+// image must already be on the engine: codeboost never pulls.
+type AgentConfig struct {
+	Image string   `json:"image"`
+	Argv  []string `json:"argv"`
+	// Env names host environment variables passed to the agent (for
+	// credentials); nothing else of the host's environment reaches it.
+	Env []string `json:"env"`
+	// Network is the Docker network the agent joins; "" for none.
+	Network     string  `json:"network"`
+	MemoryBytes int64   `json:"memoryBytes"`
+	CPUs        float64 `json:"cpus"`
+	PIDs        int64   `json:"pids"`
+	OutputLimit int     `json:"outputLimitBytes"`
+}
+
+// envName is what a POSIX environment variable name looks like.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (a AgentConfig) check() error {
+	if a.Image == "" {
+		if len(a.Argv)+len(a.Env) > 0 || a.Network != "" || a.MemoryBytes != 0 || a.CPUs != 0 || a.PIDs != 0 || a.OutputLimit != 0 {
+			return errors.New("runner.agent.image: required when the agent block says anything")
+		}
+		return nil
+	}
+	for i, e := range a.Env {
+		if !envName.MatchString(e) {
+			return fmt.Errorf("runner.agent.env[%d]: %q is not an environment variable name", i, e)
+		}
+	}
+	if a.MemoryBytes < 0 || a.CPUs < 0 || a.PIDs < 0 || a.OutputLimit < 0 {
+		return errors.New("runner.agent: limits must not be negative")
+	}
+	return nil
+}
+
+// Profile is the agent block as D's agent profile.
+func (a AgentConfig) Profile() dadapter.AgentProfile {
+	return dadapter.AgentProfile{Image: a.Image, Argv: a.Argv, Env: a.Env, Network: a.Network,
+		MemoryBytes: a.MemoryBytes, NanoCPUs: int64(a.CPUs * 1e9), PIDs: a.PIDs, OutputLimit: a.OutputLimit}
 }
 
 // TaskConfig is one served task: a repository and its plan identity under
@@ -132,6 +182,9 @@ func (c Config) check() error {
 	}
 	if c.Runner.DiagnosticsCap < 0 {
 		return errors.New("runner.diagnosticsCapBytes: must not be negative")
+	}
+	if err := c.Runner.Agent.check(); err != nil {
+		return err
 	}
 	names := map[string]bool{}
 	keys := map[string]string{}

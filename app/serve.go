@@ -39,6 +39,7 @@ func (a *App) startServer() error {
 	}
 	if !a.opt.Demo {
 		opt.Head = gitHead // the demo repository is not on disk
+		opt.CommitDiff = a.commitDiff
 	}
 	srv, err := web.New(opt)
 	if err != nil {
@@ -49,7 +50,7 @@ func (a *App) startServer() error {
 		return fmt.Errorf("the review server cannot listen on %s: %w", a.opt.Listen, err)
 	}
 	r := a.recovery
-	srv.SetRecovery(a.recoveryTook, len(r.LegacyCommands)+len(r.UnownedPreparation)+len(r.UnmatchedStorage)+len(r.UnknownEntries)+len(r.UnsafeAttempts))
+	srv.SetRecovery(a.recoveryTook, len(r.LegacyCommands)+len(r.UnownedObjects)+len(r.UnownedPreparation)+len(r.UnmatchedStorage)+len(r.UnknownEntries)+len(r.UnsafeAttempts))
 	a.server, a.url = srv, "http://"+l.Addr().String()+"/"
 	go func() {
 		if err := srv.Serve(l); err != nil {

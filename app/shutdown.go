@@ -144,6 +144,10 @@ func (a *App) closeStore() error {
 		a.loop.Stop()
 		a.loop = nil
 	}
+	if a.engine != nil { // every handle has settled: step 4 awaited them
+		a.engine.Close()
+		a.engine = nil
+	}
 	if a.store == nil {
 		return nil
 	}

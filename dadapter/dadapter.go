@@ -8,13 +8,15 @@
 // which calls them from its own goroutines, needs no extra plumbing. Each
 // callback is called exactly once.
 //
-// The real Docker implementation lives in dadapter/docker (a later issue); this
-// package holds interfaces and types only.
+// The real Docker implementation lives in dadapter/docker, the simulated
+// one in dadapter/simd; this package holds the contract's types, and
+// dadapter/dtest holds the one conformance suite both must pass.
 package dadapter
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/codeboost/codeboost/words"
@@ -31,16 +33,83 @@ type InvocationContext struct {
 	StateVersion       int64  `json:"stateVersion"` // the context generation
 }
 
-// InvocationInput is what Start needs.
+// InvocationInput is what Start needs: who asks, what for, and everything
+// the agent works with (its storage, the prepared clone, the prompt and the
+// agent profile).
 type InvocationInput struct {
 	RunnerOwner string // 32 lowercase hex
 	AttemptID   string
 	Phase       string
-	Deadline    time.Time // D enforces it; F runs no second timer
+	Deadline    time.Time // D enforces it, setup included; F runs no second timer
 	Context     InvocationContext
 	Storage     TaskFilesystems // never nil: every attempt kind gets storage
+	Clone       Clone           // the prepared task clone; its Head is the storage's Base
 	Prompt      string
+	Profile     AgentProfile
 	Output      OutputSink // the live output; nil: D discards it
+	// Tree is CheckTaskTree's answer for this storage, checked last
+	// before launch: its Head is the Clone's, and Start mounts each of
+	// its Gitlinks empty and read-only over the work tree, so the agent
+	// can write nothing inside a submodule. Start refuses a Tree whose
+	// Head is not Clone.Head.
+	Tree TaskTree
+}
+
+// FileOperation is one file operation a plan item declares (plan.FileOp,
+// without importing the plan format): Op is create, modify, delete or
+// rename; To is set for a rename only. Paths are slash-separated and
+// relative to the repository root.
+type FileOperation struct {
+	Op   string
+	Path string
+	To   string
+}
+
+// TaskTree is checkTaskTree's answer (#81): the task storage's work tree
+// is a clean copy of Head, and every declared file operation fits Head's
+// tree. Gitlinks are Head's submodule paths, which Start mounts empty and
+// read-only.
+type TaskTree struct {
+	Head     string
+	Gitlinks []string
+}
+
+// ErrTaskTreeRefused is checkTaskTree's refusal (wrapped, with what did
+// not fit): the work tree is not a clean copy of the head, or an operation
+// does not fit it (a create of a path that exists, a modify or delete of
+// one that does not, a rename from a missing path or onto an existing
+// one, an operation on a path inside a submodule or through a link). F
+// records it as a safety finding; any other error fails the attempt.
+var ErrTaskTreeRefused = errors.New("task tree refused")
+
+// AgentProfile is how an agent runs: its image and command, the
+// credentials it may see, and the limits of its container. It is
+// configuration, the same for every attempt of a runner.
+type AgentProfile struct {
+	Image string   // a local image reference; D never pulls
+	Argv  []string // the command; empty: the image's own
+	// Env names the host environment variables passed to the agent (an
+	// allow-list for credentials); D copies only these, and only when set.
+	Env []string
+	// Network is the Docker network the agent joins; "" means none (the
+	// agent has only loopback).
+	Network     string
+	MemoryBytes int64 // 0: D's default
+	NanoCPUs    int64 // 0: D's default
+	PIDs        int64 // 0: D's default
+	// OutputLimit bounds the agent's result (its standard output); past it
+	// D stops the agent with StopOutputLimit. 0: D's default.
+	OutputLimit int
+}
+
+// Source is what task storage and the task clone are made from: the
+// user's repository (never written) and the commit, the head the Store
+// recorded for the task. An empty Commit means the repository's HEAD,
+// resolved once by the storage allocation and reported as its Base; the
+// clone is then asked for that Base.
+type Source struct {
+	Repository string
+	Commit     string
 }
 
 // OutputSink receives the live output of one invocation: the agent's stdout
@@ -62,9 +131,20 @@ type OutputSink interface {
 	Close() error
 }
 
+// ResourceKind names the kinds of object D makes or finds.
+type ResourceKind string
+
+// The resource kinds.
+const (
+	KindContainer        ResourceKind = "container"
+	KindNetwork          ResourceKind = "network"
+	KindVolume           ResourceKind = "volume"
+	KindStagingDirectory ResourceKind = "staging-directory"
+)
+
 // Resource is one thing D could not confirm it removed.
 type Resource struct {
-	Kind  string // container, network, staging-directory
+	Kind  ResourceKind
 	ID    string // creation-time Docker ID, when one came back
 	Label string // ownership label, or the path of a staging directory
 }
@@ -135,18 +215,79 @@ type StorageOwner struct {
 
 // TaskFilesystems is the capability for one attempt's task storage (the
 // volumes and their keeper). F holds it; only D can build one, from an
-// allocation or an authenticated recovery handle.
+// allocation or an authenticated recovery handle: the interface is sealed
+// by an unexported method, which a type gets only by embedding
+// StorageSeal, and internal/importrules lets only D's packages name
+// StorageSeal. So F can never forge a handle from a report's fields.
 type TaskFilesystems interface {
 	Owner() StorageOwner
 	MetadataBaseline() string // recorded at allocation, needed by export
 	Base() string             // the commit the storage was seeded from
+	taskStorage()
 }
+
+// StorageSeal is embedded by D's task storage types, and only by them.
+type StorageSeal struct{}
+
+//lint:ignore U1000 the method is the seal: TaskFilesystems names it, so only types embedding StorageSeal satisfy it
+func (StorageSeal) taskStorage() {}
 
 // ExportResult is a bounded partial-output diff.
 type ExportResult struct {
 	Diff      []byte
 	Truncated bool
 }
+
+// ChangeKind is how a path of the work tree differs from the base.
+type ChangeKind string
+
+// The change kinds, as git's name-status letters name them (A, M, D, T).
+const (
+	ChangeAdded       ChangeKind = "added"
+	ChangeModified    ChangeKind = "modified"
+	ChangeDeleted     ChangeKind = "deleted"
+	ChangeTypeChanged ChangeKind = "type-changed" // a file became a link, or the other way
+)
+
+// Change is one changed path, slash-separated, relative to the
+// repository root.
+type Change struct {
+	Path string
+	Kind ChangeKind
+}
+
+// Symlink is a symbolic link the agent made or changed, with its target
+// as written.
+type Symlink struct {
+	Path   string
+	Target string
+}
+
+// ChangeManifest is inspectTaskChanges' answer (#66): what the agent left
+// in task storage, measured against the base and the metadata baseline.
+// Changes is what a commit of the work tree would hold; every other list
+// names something the commit would leave out or that git does not show,
+// which the runner's audit judges (runner/audit.go). Paths are sorted and
+// relative to the repository root; a list may be cut at MaxManifestPaths,
+// and Cut says so.
+type ChangeManifest struct {
+	// MetadataChanged: the metadata (.git) is not what allocation seeded.
+	// An agent commit is one; nothing else is listed then, because git
+	// run over changed metadata cannot be trusted to list the rest.
+	MetadataChanged bool
+	Changes         []Change
+	Symlinks        []Symlink // changed or new symbolic links, with their targets
+	Ignored         []string  // new paths the base's own ignore rules ignore
+	Nested          []string  // untracked nested repositories
+	GitlinkContent  []string  // submodule directories that are not empty
+	DotGit          []string  // entries named .git (any case) below the root
+	Special         []string  // fifos and sockets
+	Refused         []string  // untracked paths git will not add
+	Cut             bool      // some list was longer than MaxManifestPaths
+}
+
+// MaxManifestPaths bounds each of a manifest's lists.
+const MaxManifestPaths = 10000
 
 // Bundle is a completed writable attempt's commit, taken out of task storage
 // before it is removed.
@@ -174,11 +315,36 @@ type RecoveredStorage interface {
 	TaskFilesystems
 }
 
-// Unowned is a resource recovery found but will not touch.
+// UnownedReason says why recovery left a resource alone.
+type UnownedReason string
+
+// The reasons, as the contract words them.
+const (
+	NoRunnerLabel       UnownedReason = "no-runner-label"
+	UnknownKind         UnownedReason = "unknown-kind"
+	InconsistentStorage UnownedReason = "inconsistent-storage"
+)
+
+// Unowned is a resource recovery found but will not touch. D words the
+// exact command a person runs to remove it, because only D knows how the
+// object was made (F prints Remove as it is).
 type Unowned struct {
-	Kind   string // container, network, volume
+	Kind   ResourceKind // container, network, volume
 	Name   string
-	Reason string // no-runner-label, unknown-kind, inconsistent-storage
+	Reason UnownedReason
+	Remove string // e.g. "docker container rm -f NAME"
+}
+
+// RemoveCommand is the command that removes a Docker object of kind by
+// name: what a person runs for a leftover D will not touch.
+func RemoveCommand(kind ResourceKind, name string) string {
+	switch kind {
+	case KindNetwork:
+		return "docker network rm " + name
+	case KindVolume:
+		return "docker volume rm " + name
+	}
+	return "docker container rm -f " + name
 }
 
 // RecoveryReport is what scoped recovery returns.
@@ -189,15 +355,23 @@ type RecoveryReport struct {
 
 // D is the contract the runner depends on.
 type D interface {
-	// Start is synchronous: it returns a handle that settles only after
-	// everything it started has stopped, or an error with nothing left
-	// running.
+	// Start returns its handle at once and does no blocking I/O on the
+	// caller's goroutine: the setup (container create, validation, start)
+	// runs inside the handle's life, Cancel during setup stops the call in
+	// flight, the invocation deadline bounds setup too, and the handle
+	// settles only after everything it started has stopped, setup's
+	// cleanup included. A setup failure settles the handle with a stop
+	// reason and a diagnostic. Start returns an error only when it
+	// allocated nothing: invalid input, a deadline already passed, or an
+	// attempt ID another handle still owns (the contract's "Rule for D").
 	Start(in InvocationInput) (Handle, error)
 
-	// PrepareTaskFilesystems allocates task storage labelled with owner.
-	// Cancelling ctx aborts it; done is called only after everything it
-	// started has stopped, and an aborted allocation removes what it made.
-	PrepareTaskFilesystems(ctx context.Context, owner StorageOwner, onGroup func(ProcessGroup), done func(TaskFilesystems, error))
+	// PrepareTaskFilesystems allocates task storage labelled with owner
+	// and seeds it from src (the runner-owned repository's copy of the
+	// commit). Cancelling ctx aborts it; done is called only after
+	// everything it started has stopped, and an aborted allocation removes
+	// what it made.
+	PrepareTaskFilesystems(ctx context.Context, owner StorageOwner, src Source, onGroup func(ProcessGroup), done func(TaskFilesystems, error))
 
 	// RemoveTaskFilesystems removes task storage. It is never cancelled.
 	RemoveTaskFilesystems(fs TaskFilesystems, done func(error))
@@ -206,15 +380,40 @@ type D interface {
 	// the 60-second deadline.
 	ExportTaskDiff(ctx context.Context, fs TaskFilesystems, maxBytes int, done func(ExportResult, error))
 
+	// CheckTaskTree is checkTaskTree (#81), called last before launch with
+	// the clone's head and the plan item's file operations: it proves the
+	// storage's work tree a clean copy of head and every operation a fit
+	// for head's tree, and answers the gitlinks Start must mount. A
+	// refusal wraps ErrTaskTreeRefused; any other error is a check that
+	// could not run. It reads and never changes the storage.
+	CheckTaskTree(ctx context.Context, fs TaskFilesystems, head string, ops []FileOperation, done func(TaskTree, error))
+
+	// InspectTaskChanges is inspectTaskChanges (#66): the change manifest
+	// of fs's work tree against its base and its metadata baseline, for the
+	// runner's file-scope audit before publication and for the audit of a
+	// failed run. It reads and never changes the storage. An error is an
+	// inspection that refused, which the audit counts as a finding.
+	InspectTaskChanges(ctx context.Context, fs TaskFilesystems, done func(ChangeManifest, error))
+
 	// CommitTaskChanges takes a completed writable attempt's work out of
-	// task storage as a bundle.
+	// task storage as a bundle, and takes the bundle into the runner-owned
+	// repository under the attempt's ref (refs/codeboost/attempts/<id>)
+	// only if it is a single commit on the storage's base.
 	CommitTaskChanges(ctx context.Context, fs TaskFilesystems, done func(Bundle, error))
 
-	// CreateTaskClone clones the task into a fresh directory under parent.
-	// Cancelling ctx stops its process group (SIGTERM, grace, SIGKILL); done
-	// is called only after every member has exited, and an aborted clone
-	// removes its partial directory.
-	CreateTaskClone(ctx context.Context, parent string, onGroup func(ProcessGroup), done func(Clone, error))
+	// ReleaseTaskCommit drops the attempt's ref in the runner-owned
+	// repository: F calls it after the terminal write and the storage's
+	// removal for a writable attempt that did not complete, so a commit a
+	// refused publication fetched does not stay referenced. Dropping a ref
+	// that is not there succeeds. It is never cancelled.
+	ReleaseTaskCommit(fs TaskFilesystems, done func(error))
+
+	// CreateTaskClone clones src.Commit from the runner-owned repository
+	// into a fresh directory under parent. Cancelling ctx stops its process
+	// group (SIGTERM, grace, SIGKILL); done is called only after every
+	// member has exited, and an aborted clone removes its partial
+	// directory.
+	CreateTaskClone(ctx context.Context, parent string, src Source, onGroup func(ProcessGroup), done func(Clone, error))
 
 	// RecoverLeftovers acts only on resources labelled with runnerOwner.
 	RecoverLeftovers(ctx context.Context, runnerOwner string, done func(RecoveryReport, error))

@@ -108,13 +108,13 @@ type agentD struct{ a *Agent }
 
 var _ dadapter.D = agentD{}
 
-func (x agentD) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOwner, onGroup func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
-	x.a.sim.PrepareTaskFilesystems(ctx, owner, onGroup, done)
+func (x agentD) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOwner, src dadapter.Source, onGroup func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
+	x.a.sim.PrepareTaskFilesystems(ctx, owner, src, onGroup, done)
 	x.a.finishLater(simd.OpStorage, owner.AttemptID)
 }
 
-func (x agentD) CreateTaskClone(ctx context.Context, parent string, onGroup func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
-	x.a.sim.CreateTaskClone(ctx, parent, onGroup, done)
+func (x agentD) CreateTaskClone(ctx context.Context, parent string, src dadapter.Source, onGroup func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
+	x.a.sim.CreateTaskClone(ctx, parent, src, onGroup, done)
 	x.a.finishLater(simd.OpClone, filepath.Base(parent)) // the attempt directory is named after the attempt
 }
 
@@ -145,6 +145,29 @@ func (x agentD) ExportTaskDiff(ctx context.Context, fs dadapter.TaskFilesystems,
 	})
 }
 
+func (x agentD) CheckTaskTree(ctx context.Context, fs dadapter.TaskFilesystems, head string, ops []dadapter.FileOperation, done func(dadapter.TaskTree, error)) {
+	x.a.sim.CheckTaskTree(ctx, fs, head, ops, done)
+}
+
+// InspectTaskChanges lists the files the run's diff changes: the demo
+// agent only edits tracked files, so its manifest holds nothing else.
+func (x agentD) InspectTaskChanges(ctx context.Context, fs dadapter.TaskFilesystems, done func(dadapter.ChangeManifest, error)) {
+	id := fs.Owner().AttemptID
+	x.a.sim.InspectTaskChanges(ctx, fs, func(_ dadapter.ChangeManifest, err error) {
+		if err != nil {
+			done(dadapter.ChangeManifest{}, err)
+			return
+		}
+		var m dadapter.ChangeManifest
+		for _, line := range strings.Split(x.a.diff(id), "\n") {
+			if p, ok := strings.CutPrefix(line, "+++ b/"); ok {
+				m.Changes = append(m.Changes, dadapter.Change{Path: p, Kind: dadapter.ChangeModified})
+			}
+		}
+		done(m, nil)
+	})
+}
+
 // CommitTaskChanges takes a completed run's changes as a bundle: its data
 // is the run's diff (there is no repository to bundle), its commit ID a
 // hash of that diff.
@@ -159,6 +182,10 @@ func (x agentD) CommitTaskChanges(ctx context.Context, fs dadapter.TaskFilesyste
 		sum := sha1.Sum([]byte(fmt.Sprintf("%d\x00%s\x00%s", x.a.opt.Seed, id, diff)))
 		done(dadapter.Bundle{Commit: hex.EncodeToString(sum[:]), Data: []byte(diff)}, nil)
 	})
+}
+
+func (x agentD) ReleaseTaskCommit(fs dadapter.TaskFilesystems, done func(error)) {
+	x.a.sim.ReleaseTaskCommit(fs, done)
 }
 
 func (x agentD) RecoverLeftovers(ctx context.Context, runnerOwner string, done func(dadapter.RecoveryReport, error)) {

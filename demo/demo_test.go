@@ -65,13 +65,16 @@ func seedWhere(t *testing.T, fail bool) uint64 {
 
 const attemptID = "0b8f2d6e-5a4c-4e1b-9d3f-7a2c1e0f4b6d"
 
+// owner is the runner owner token the tests' attempts run under.
+var owner = strings.Repeat("a", 32)
+
 // prepared allocates storage for the attempt and clones, each after the
 // half second preparation takes.
 func (w *world) prepared(id string) dadapter.TaskFilesystems {
 	w.t.Helper()
 	var fs dadapter.TaskFilesystems
-	w.d.PrepareTaskFilesystems(context.Background(), dadapter.StorageOwner{RunnerOwner: strings.Repeat("a", 32), AttemptID: id, AllocationID: "alloc-" + id},
-		nil, func(f dadapter.TaskFilesystems, err error) {
+	w.d.PrepareTaskFilesystems(context.Background(), dadapter.StorageOwner{RunnerOwner: owner, AttemptID: id, AllocationID: "a11c" + id[4:]},
+		dadapter.Source{}, nil, func(f dadapter.TaskFilesystems, err error) {
 			if err != nil {
 				w.t.Fatal(err)
 			}
@@ -86,7 +89,7 @@ func (w *world) prepared(id string) dadapter.TaskFilesystems {
 		w.t.Fatal("storage not ready after half a second")
 	}
 	var cloned bool
-	w.d.CreateTaskClone(context.Background(), "/root/owner/attempts/"+id, nil, func(c dadapter.Clone, err error) {
+	w.d.CreateTaskClone(context.Background(), "/root/owner/attempts/"+id, dadapter.Source{}, nil, func(c dadapter.Clone, err error) {
 		cloned = err == nil
 	})
 	w.clock.Advance(preparationTime)
@@ -100,7 +103,7 @@ func (w *world) prepared(id string) dadapter.TaskFilesystems {
 func (w *world) started(id string, sink dadapter.OutputSink, deadline time.Time) (dadapter.Handle, dadapter.TaskFilesystems) {
 	w.t.Helper()
 	fs := w.prepared(id)
-	h, err := w.d.Start(dadapter.InvocationInput{AttemptID: id, Storage: fs, Output: sink, Deadline: deadline})
+	h, err := w.d.Start(dadapter.InvocationInput{RunnerOwner: owner, AttemptID: id, Storage: fs, Output: sink, Deadline: deadline})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -268,7 +271,7 @@ func TestAbortedPreparationEndsWithTheStep(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var got error
 	ended := false
-	w.d.PrepareTaskFilesystems(ctx, dadapter.StorageOwner{AttemptID: attemptID, AllocationID: "alloc-0001"}, nil, func(_ dadapter.TaskFilesystems, err error) {
+	w.d.PrepareTaskFilesystems(ctx, dadapter.StorageOwner{RunnerOwner: owner, AttemptID: attemptID, AllocationID: "a11c" + attemptID[4:]}, dadapter.Source{}, nil, func(_ dadapter.TaskFilesystems, err error) {
 		got, ended = err, true
 	})
 	cancel()

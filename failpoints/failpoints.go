@@ -38,6 +38,7 @@ var Catalog = map[string]string{
 	"store/mark-running":       "the pending → running write throws with a storage error",
 	"store/preparation-mark":   "the \"preparation starting\" write made before each preparation spawn throws with a storage error",
 	"store/baseline-write":     "the write of the task storage's metadata baseline and base onto the attempt row throws with a storage error",
+	"store/finding-write":      "the write of an audit's safety finding onto the attempt row throws with a storage error",
 	"store/admit":              "the admission transaction throws",
 	"store/commit":             "COMMIT fails, so the transaction rolls back and AfterCommit effects are dropped",
 	"store/user-action":        "a user action throws after its writes, before COMMIT",

@@ -198,13 +198,13 @@ func (c *Coordinator) RunAgain(ctx context.Context, r ActionRequest) (resp store
 }
 
 func (c *Coordinator) again(ctx context.Context, r ActionRequest, kind string, check func(*store.Tx) (store.Attempt, *store.Context, error)) (store.Response, error) {
-	return c.admitAction(ctx, r, kind, func(tx *store.Tx) (store.AdmitRequest, error) {
+	return c.admitAction(ctx, r, kind, func(tx *store.Tx) (store.AdmitRequest, *store.Response, error) {
 		last, captured, err := check(tx)
 		if err != nil {
-			return store.AdmitRequest{}, err
+			return store.AdmitRequest{}, nil, err
 		}
 		return store.AdmitRequest{PlanKey: r.PlanKey, Kind: last.Kind, Item: last.Item, Captured: captured,
-			ExpectedStateVersion: r.ExpectedStateVersion}, nil
+			ExpectedStateVersion: r.ExpectedStateVersion}, nil, nil
 	}, nil)
 }
 
@@ -217,8 +217,10 @@ func (c *Coordinator) again(ctx context.Context, r ActionRequest, kind string, c
 // for a spent budget gets its move to needs human from Store.UserAction, in
 // the transaction that records the refusal, so a refusal that could not be
 // recorded (the caller gets the storage error) moves nothing, and a replay
-// applies nothing.
-func (c *Coordinator) admitAction(ctx context.Context, r ActionRequest, kind string, plan func(*store.Tx) (store.AdmitRequest, error), admitted func(store.Attempt)) (resp store.Response, err error) {
+// applies nothing. plan may instead settle the action with a response of
+// its own and admit nothing (start and resume acting on an owed finding):
+// its writes commit with that response.
+func (c *Coordinator) admitAction(ctx context.Context, r ActionRequest, kind string, plan func(*store.Tx) (store.AdmitRequest, *store.Response, error), admitted func(store.Attempt)) (resp store.Response, err error) {
 	if callErr := c.call(ctx, func() {
 		if !c.open {
 			err = ErrShuttingDown
@@ -226,9 +228,12 @@ func (c *Coordinator) admitAction(ctx context.Context, r ActionRequest, kind str
 		}
 		var release func()
 		resp, err = c.deps.Store.UserAction(r.action(kind), func(tx *store.Tx) (store.Response, error) {
-			req, err := plan(tx)
+			req, settled, err := plan(tx)
 			if err != nil {
 				return store.Response{}, err
+			}
+			if settled != nil {
+				return *settled, nil
 			}
 			if release, err = c.reserve(r.PlanKey, req.Kind); err != nil {
 				return store.Response{}, err

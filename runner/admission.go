@@ -29,7 +29,11 @@ type job struct {
 	prepBusy      bool                     // a preparation step is in flight
 	prepTimedOut  bool                     // the attempt deadline aborted preparation
 	groupReported bool                     // the step in flight reported its process group
+	source        dadapter.Source          // what storage and the clone are made from
 	storage       dadapter.TaskFilesystems // nil until allocation returns
+	clone         dadapter.Clone           // the prepared clone, passed to D's start
+	tree          dadapter.TaskTree        // checkTaskTree's answer, passed to D's start
+	completed     bool                     // the terminal write said completed: its commit stays
 	baselineSaved bool                     // the storage's baseline and base are on the row
 	deadlineTimer Timer
 	budgetTimer   Timer
@@ -67,7 +71,11 @@ func (c *Coordinator) reserve(planKey, kind string) (func(), error) {
 		return nil, ErrShuttingDown
 	}
 	if !slices.Contains(c.cfg.Kinds, kind) {
-		return nil, &store.Refusal{Code: store.CodeKindNotAllowed, Message: fmt.Sprintf("this runner does not run %q attempts", kind)}
+		msg := fmt.Sprintf("this runner does not run %q attempts", kind)
+		if c.cfg.KindsWhy != "" {
+			msg += ": " + c.cfg.KindsWhy
+		}
+		return nil, &store.Refusal{Code: store.CodeKindNotAllowed, Message: msg}
 	}
 	if c.unreleased {
 		return nil, &store.Refusal{Code: store.CodeActiveAttempt, Message: "D could not remove some resources; admission stays closed until restart"}
@@ -113,7 +121,11 @@ func (c *Coordinator) admit(r AdmitRequest, tx *store.Tx) (string, error) {
 
 // startJob creates the job for an admitted attempt and starts preparation.
 func (c *Coordinator) startJob(a store.Attempt) {
-	j := &job{attemptID: a.ID, planKey: a.PlanKey, kind: a.Kind, writable: words.Writable(a.Kind), reasonSaved: true}
+	j := &job{attemptID: a.ID, planKey: a.PlanKey, kind: a.Kind, writable: words.Writable(a.Kind), reasonSaved: true,
+		source: dadapter.Source{Commit: a.Context.ReferencedCodeHash}}
+	if c.deps.Repository != nil {
+		j.source.Repository = c.deps.Repository(a.PlanKey)
+	}
 	c.jobs[a.PlanKey] = j
 	c.traceAttempt(a.ID, "admitted %s %s %s pending", a.PlanKey, a.Kind, a.ID)
 	c.armTimers(j, a)

@@ -35,6 +35,7 @@ type Store interface {
 type Config struct {
 	Slots          int           // runner slots; codeboost 1.0 runs one task at a time (default 1)
 	Kinds          []string      // attempt kinds this runner accepts (default: every kind)
+	KindsWhy       string        // said after the refusal of a kind not in Kinds: why, and what to do
 	AttemptTimeout time.Duration // each attempt's deadline (default 30 min)
 	Budget         time.Duration // whole-task time budget (default 2 h)
 	Root           string        // runner root; attempt directories live under <Root>/<owner>/attempts
@@ -43,6 +44,9 @@ type Config struct {
 	DiagnosticsCap int64         // default 256 MiB
 	ExportMax      int           // partial-output bytes (default 1 MiB)
 	ExportTimeout  time.Duration // default 60 s
+	// Profile is how D runs agents (image, command, credentials, limits),
+	// passed on every start; the simulated D ignores it.
+	Profile dadapter.AgentProfile
 }
 
 func (c *Config) defaults() error {
@@ -89,9 +93,6 @@ type Deps struct {
 	Loop       Loop
 	IDs        ids.Source
 	Failpoints *failpoints.Set // nil in production
-	// Audit inspects what a writable attempt that ended badly on its own
-	// left behind, and returns a safety finding or "". Optional.
-	Audit func(a store.Attempt, s dadapter.Settlement) string
 	// Trace receives one line per decision, for scenarios and logs, with
 	// the ID of the attempt it is about ("" for none). Optional.
 	Trace func(attemptID, line string)
@@ -103,6 +104,13 @@ type Deps struct {
 	// start (dadapter.InvocationInput.Output): D owns it from then on and
 	// closes it. Optional: nil, or a nil sink, and D discards the output.
 	Output func(attemptID string) dadapter.OutputSink
+	// Repository names the user's repository of a task (by plan key): the
+	// source D materializes the task's recorded head from. Optional: nil
+	// or "" leaves the source's repository empty (the simulated D).
+	Repository func(planKey string) string
+	// Prompt is what the agent of an attempt is asked to do, composed from
+	// its row (the kind, the plan item). Optional: nil sends no prompt.
+	Prompt func(a store.Attempt) string
 }
 
 // Coordinator is the runner: admission, slots, jobs, first reasons, launch,
@@ -129,11 +137,12 @@ type Coordinator struct {
 	open          bool // admission open; false before Open and once closing
 	closing       bool // open → closing, never back
 	drainedClosed bool
-	slotsUsed     int                 // reserved or held slots
-	jobs          map[string]*job     // by plan key; at most one per task
-	markers       map[string]*marker  // by plan key; only startup recovery clears them
-	runs          map[string]*planRun // by plan key; a plan run in progress (planrun.go)
-	unreleased    bool                // D reported resources it could not remove: closed to new work
+	slotsUsed     int                    // reserved or held slots
+	jobs          map[string]*job        // by plan key; at most one per task
+	markers       map[string]*marker     // by plan key; only startup recovery clears them
+	runs          map[string]*planRun    // by plan key; a plan run in progress (planrun.go)
+	owed          map[string]owedFinding // by plan key; safety findings whose save failed (owed.go)
+	unreleased    bool                   // D reported resources it could not remove: closed to new work
 }
 
 // ErrShuttingDown is returned by every admission once the coordinator is
@@ -153,6 +162,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 		return nil, errors.New("runner: the Store's shutdown capability is required (settlement writes pass the closed write gate)")
 	}
 	c := &Coordinator{cfg: cfg, deps: deps, fp: deps.Failpoints, jobs: map[string]*job{}, markers: map[string]*marker{}, runs: map[string]*planRun{},
+		owed:    map[string]owedFinding{},
 		drained: make(chan struct{}), recoveryDone: make(chan struct{})}
 	c.publish()
 	return c, nil

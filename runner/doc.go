@@ -44,7 +44,7 @@
 //	prepareTaskFilesystems                dadapter.D.PrepareTaskFilesystems
 //	removeTaskFilesystems                 dadapter.D.RemoveTaskFilesystems
 //	exportTaskDiff / exportPartial        dadapter.D.ExportTaskDiff, exportPartial
-//	commitTaskChanges                     dadapter.D.CommitTaskChanges
+//	commitTaskChanges                     dadapter.D.CommitTaskChanges, takeCommit
 //	createTaskCloneAsync                  dadapter.D.CreateTaskClone
 //	recordHistory                         store.Tx.RecordHistory
 //	retry / "run again"                   Coordinator.Retry, RunAgain
@@ -52,7 +52,10 @@
 //	stopRequested                         Status.StopRequested
 //	cancel attempt / cancel task          Coordinator.CancelAttempt, CancelTask
 //	whole-task time budget                Config.Budget, budgetSpent
-//	safety finding                        Deps.Audit, store.Tx.RecordSafetyFinding
+//	file-scope audit (step 2)             auditChanges, inspect, publishResult
+//	auditFailed (a failed run)            auditsFailedRun, inspect
+//	inspectTaskChanges                    dadapter.D.InspectTaskChanges, dadapter.ChangeManifest
+//	safety finding                        job.finding, store.Tx.RecordSafetyFinding
 //	saveDiagnostic / retention            saveDiagnostic, retention
 //	unreleased                            Coordinator.unreleased, store.Terminal.Unreleased
 //	start / resume (#91, #107)            Coordinator.Start, Resume, store.Tx.StartPlan, ResumePlan
@@ -72,6 +75,7 @@
 //	recovery step 4 (storage, rebases)    removeRecoveredStorage, abortRebases, store.Tx.AbortRebase
 //	recovery step 5 (merged tasks)        store.Tx.ReconcileMerged (in finalize's transaction)
 //	recovery step 6 (requeue claim)       claimRequeues, store.Tx.RequeueCandidates, ClaimRequeue; resume claims it by CAS (store.AdmitRequest.ClaimRequeue)
+//	staging directories (#51 item 1)      recoverStagingDirs (its own step, before step 4's directories)
 //	recovery step 7 (attempt dirs)        recoverAttemptDirs, RecoveryReport.UnownedPreparation (app.releasePreparation)
 //	recovery step 8 (open)                endRecovery, RecoveryReport.Opened
 //	shutdown steps 1 to 8                 app.closeAdmission … app.releaseLock; here CloseAdmission, StopJobs, Drained

@@ -30,7 +30,7 @@ func (c *Coordinator) prepareStorage(j *job, allocationID string) {
 	j.prepCancel, j.prepBusy = cancel, true
 	owner := dadapter.StorageOwner{RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, AllocationID: allocationID}
 	c.traceAttempt(j.attemptID, "prepare storage %s", j.attemptID)
-	c.deps.D.PrepareTaskFilesystems(ctx, owner, c.onGroup(j), func(fs dadapter.TaskFilesystems, err error) {
+	c.deps.D.PrepareTaskFilesystems(ctx, owner, j.source, c.onGroup(j), func(fs dadapter.TaskFilesystems, err error) {
 		c.post(func() { c.storagePrepared(j, fs, err) })
 	})
 }
@@ -103,7 +103,10 @@ func (c *Coordinator) prepareClone(j *job) {
 	ctx, cancel := context.WithCancel(context.Background())
 	j.prepCancel, j.prepBusy = cancel, true
 	c.traceAttempt(j.attemptID, "clone %s", j.attemptID)
-	c.deps.D.CreateTaskClone(ctx, dir, c.onGroup(j), func(cl dadapter.Clone, err error) {
+	// The clone is made at the commit the storage was seeded from, so the
+	// agent and F look at the same tree even when the source named none.
+	src := dadapter.Source{Repository: j.source.Repository, Commit: j.storage.Base()}
+	c.deps.D.CreateTaskClone(ctx, dir, src, c.onGroup(j), func(cl dadapter.Clone, err error) {
 		c.post(func() { c.clonePrepared(j, cl, err) })
 	})
 }
@@ -115,11 +118,12 @@ func (c *Coordinator) clonePrepared(j *job, cl dadapter.Clone, err error) {
 		c.preparationFailed(j, "clone: "+err.Error())
 		return
 	}
+	j.clone = cl
 	c.traceAttempt(j.attemptID, "clone ready %s", j.attemptID)
 	if c.preparationStopped(j) {
 		return
 	}
-	c.launch(j)
+	c.checkTree(j)
 }
 
 // markPreparationStarting is the first of the contract's three writes
@@ -242,9 +246,13 @@ func (c *Coordinator) launch(j *job) {
 	}
 	in := dadapter.InvocationInput{
 		RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, Phase: a.Phase, Deadline: a.Deadline, Storage: j.storage,
+		Clone: j.clone, Tree: j.tree, Profile: profileFor(c.cfg.Profile, j.kind),
 		Context: dadapter.InvocationContext{SnapshotID: a.Context.SnapshotID, PlanID: a.Context.PlanID,
 			PlanRevision: a.Context.PlanRevision, AssignmentID: a.Context.AssignmentID,
 			ReferencedCodeHash: a.Context.ReferencedCodeHash, StateVersion: a.Context.Generation},
+	}
+	if c.deps.Prompt != nil {
+		in.Prompt = c.deps.Prompt(a)
 	}
 	if c.deps.Output != nil {
 		in.Output = c.deps.Output(j.attemptID)
@@ -375,4 +383,16 @@ func dReason(reason words.Reason) words.StopReason {
 		return words.StopTimeout
 	}
 	return words.StopCancelled
+}
+
+// profileFor is the agent profile an attempt of kind runs with. A check
+// attempt is credential-free ("The composed deps accept execute and
+// credential-free check attempts"): it runs the task's own checks over
+// the agent's work, which may have planted code to read them, so it gets
+// none of the profile's credentials.
+func profileFor(p dadapter.AgentProfile, kind string) dadapter.AgentProfile {
+	if kind == words.KindCheck {
+		p.Env = nil
+	}
+	return p
 }

@@ -158,7 +158,10 @@ type goD struct {
 	handles map[string]*goHandle
 }
 
-type goFS struct{ o dadapter.StorageOwner }
+type goFS struct {
+	dadapter.StorageSeal // a test double of D's own storage
+	o                    dadapter.StorageOwner
+}
 
 func (f goFS) Owner() dadapter.StorageOwner { return f.o }
 func (f goFS) MetadataBaseline() string     { return "b" }
@@ -205,17 +208,24 @@ func (d *goD) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
 	d.mu.Unlock()
 	return h, nil
 }
-func (d *goD) PrepareTaskFilesystems(ctx context.Context, o dadapter.StorageOwner, g func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
-	go done(goFS{o}, nil)
+func (d *goD) PrepareTaskFilesystems(ctx context.Context, o dadapter.StorageOwner, _ dadapter.Source, g func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
+	go done(goFS{o: o}, nil)
 }
 func (d *goD) RemoveTaskFilesystems(fs dadapter.TaskFilesystems, done func(error)) { go done(nil) }
 func (d *goD) ExportTaskDiff(ctx context.Context, fs dadapter.TaskFilesystems, max int, done func(dadapter.ExportResult, error)) {
 	go done(dadapter.ExportResult{Diff: []byte("diff")}, nil)
 }
+func (d *goD) CheckTaskTree(ctx context.Context, fs dadapter.TaskFilesystems, head string, _ []dadapter.FileOperation, done func(dadapter.TaskTree, error)) {
+	go done(dadapter.TaskTree{Head: head}, nil)
+}
+func (d *goD) InspectTaskChanges(ctx context.Context, fs dadapter.TaskFilesystems, done func(dadapter.ChangeManifest, error)) {
+	go done(dadapter.ChangeManifest{}, nil)
+}
 func (d *goD) CommitTaskChanges(ctx context.Context, fs dadapter.TaskFilesystems, done func(dadapter.Bundle, error)) {
 	go done(dadapter.Bundle{Commit: "c1"}, nil)
 }
-func (d *goD) CreateTaskClone(ctx context.Context, parent string, g func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
+func (d *goD) ReleaseTaskCommit(fs dadapter.TaskFilesystems, done func(error)) { go done(nil) }
+func (d *goD) CreateTaskClone(ctx context.Context, parent string, _ dadapter.Source, g func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
 	go done(dadapter.Clone{Dir: parent}, nil)
 }
 func (d *goD) RecoverLeftovers(ctx context.Context, owner string, done func(dadapter.RecoveryReport, error)) {

@@ -52,18 +52,21 @@ func (c *Coordinator) Resume(ctx context.Context, r ActionRequest) (store.Respon
 // committed, registers the run in the same turn as the job starts.
 func (c *Coordinator) runPlan(ctx context.Context, r ActionRequest, kind string, check func(*store.Tx) (store.PlanStart, error)) (store.Response, error) {
 	var item int
-	return c.admitAction(ctx, r, kind, func(tx *store.Tx) (store.AdmitRequest, error) {
+	return c.admitAction(ctx, r, kind, func(tx *store.Tx) (store.AdmitRequest, *store.Response, error) {
+		if settled, err := c.settleOwed(tx, r.PlanKey); settled != nil || err != nil {
+			return store.AdmitRequest{}, settled, err
+		}
 		if run := c.runs[r.PlanKey]; run != nil {
-			return store.AdmitRequest{}, &store.Refusal{Code: store.CodeRunFinishing,
+			return store.AdmitRequest{}, nil, &store.Refusal{Code: store.CodeRunFinishing,
 				Message: fmt.Sprintf("an earlier plan run is still finishing item %d", run.item)}
 		}
 		start, err := check(tx)
 		if err != nil {
-			return store.AdmitRequest{}, err
+			return store.AdmitRequest{}, nil, err
 		}
 		item = start.Item
 		return store.AdmitRequest{PlanKey: r.PlanKey, Kind: words.KindExecute, Item: &item,
-			ExpectedStateVersion: start.ExpectedStateVersion, ClaimRequeue: start.ClaimRequeue}, nil
+			ExpectedStateVersion: start.ExpectedStateVersion, ClaimRequeue: start.ClaimRequeue}, nil, nil
 	}, func(a store.Attempt) {
 		c.runs[r.PlanKey] = &planRun{planKey: r.PlanKey, reviewVersion: r.ExpectedReviewVersion, attemptID: a.ID, item: item}
 		c.traceAttempt(a.ID, "plan run %s: item %d as %s", r.PlanKey, item, a.ID)
@@ -100,6 +103,15 @@ func (c *Coordinator) continueRun(run *planRun) {
 	end := func(why string) {
 		delete(c.runs, run.planKey)
 		c.trace("plan run %s ended: %s", run.planKey, why)
+	}
+	if _, owed := c.owed[run.planKey]; owed {
+		// ItemExecutor acts on an owed finding before any next item.
+		if err := c.deps.Store.Update(func(tx *store.Tx) error { _, err := c.settleOwed(tx, run.planKey); return err }); err != nil {
+			end("a safety finding is owed and could not be saved: " + err.Error())
+			return
+		}
+		end("a safety finding is owed: task needs human")
+		return
 	}
 	a, err := c.deps.Store.Attempt(run.attemptID)
 	if err != nil {

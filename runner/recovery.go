@@ -28,11 +28,15 @@ import (
 
 // RecoveryReport is what startup recovery did and what it left for a person.
 type RecoveryReport struct {
-	Finalized          []string // "<attemptId> <state>", in row order
-	Requeue            []string // plan keys handed to I3 (requeue_pending claimed)
-	UnmatchedStorage   []string // storage handles matching no row: reported, never exported or removed
-	UnknownEntries     []string // entries under the attempts directory left alone
-	LegacyCommands     []string // the exact docker commands a person runs
+	Finalized        []string // "<attemptId> <state>", in row order
+	Requeue          []string // plan keys handed to I3 (requeue_pending claimed)
+	UnmatchedStorage []string // storage handles matching no row: reported, never exported or removed
+	UnknownEntries   []string // entries under the attempts directory left alone
+	LegacyCommands   []string // the exact docker commands a person runs
+	// UnownedObjects are this runner's objects D left alone because it does
+	// not make their kind or their storage parts disagree: "<kind> <name>
+	// (<reason>); remove with: <command>". Reported; admission still opens.
+	UnownedObjects     []string
 	UnownedPreparation []string // "<attemptId> <dir>": waits for --release-preparation
 	UnsafeAttempts     []string // stored attempt IDs not safe in a path or label: refused and reported, never used
 	Reconciled         []string // step 5: merged tasks whose status or task-closed event was repaired
@@ -127,8 +131,11 @@ func (c *Coordinator) recoverD() {
 				return
 			}
 			for _, u := range r.Unowned {
-				if u.Reason == "no-runner-label" {
+				if u.Reason == dadapter.NoRunnerLabel {
 					c.recoveryReport.LegacyCommands = append(c.recoveryReport.LegacyCommands, legacyCommand(u))
+				} else {
+					c.recoveryReport.UnownedObjects = append(c.recoveryReport.UnownedObjects,
+						fmt.Sprintf("%s %s (%s); remove with: %s", u.Kind, u.Name, u.Reason, legacyCommand(u)))
 				}
 			}
 			c.exportPhase(r.Storage)
@@ -136,14 +143,13 @@ func (c *Coordinator) recoverD() {
 	})
 }
 
+// legacyCommand is D's wording of the command that removes u; an adapter
+// that words none gets the generic one, so a person is never left without.
 func legacyCommand(u dadapter.Unowned) string {
-	switch u.Kind {
-	case "network":
-		return "docker network rm " + u.Name
-	case "volume":
-		return "docker volume rm " + u.Name
+	if u.Remove != "" {
+		return u.Remove
 	}
-	return "docker container rm -f " + u.Name
+	return dadapter.RemoveCommand(u.Kind, u.Name)
 }
 
 // recoveredStorage is one handle with the row it matches.
@@ -319,7 +325,13 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 	if len(exports) > 0 {
 		c.retention()
 	}
-	c.removeRecoveredStorage(matched, func() { c.recoverAttemptDirs(byID) })
+	c.removeRecoveredStorage(matched, func() {
+		if err := c.recoverStagingDirs(byID); err != nil {
+			c.recoveryFailed(err)
+			return
+		}
+		c.recoverAttemptDirs(byID)
+	})
 }
 
 // abortRebases is step 4's "Abort every recorded interrupted rebase (F3)":
@@ -410,11 +422,80 @@ func (c *Coordinator) removeRecoveredStorage(matched []recoveredStorage, next fu
 					return
 				}
 				c.traceAttempt(m.row.ID, "recovery: storage removed %s", m.row.ID)
-				step(i + 1)
+				c.releaseCommit(m.row.ID, words.Writable(m.row.Kind) && m.row.State != words.Completed, m.fs, func() { step(i + 1) })
 			})
 		})
 	}
 	step(0)
+}
+
+// ownedEntries lists the entries of root (a directory of this runner's,
+// under <root>/<owner>) that recovery may remove: directories, not links,
+// on root's own device, named by a UUID that known accepts. Every other
+// entry is reported in UnknownEntries and left alone, but for those in
+// skip, which the caller handles. A missing root has no entries.
+func (c *Coordinator) ownedEntries(root string, known func(name string) bool, skip map[string]bool) ([]string, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	var rootDev uint64
+	if st, err := os.Lstat(root); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			rootDev = uint64(sys.Dev)
+		}
+	}
+	var owned []string
+	for _, e := range entries {
+		name := e.Name()
+		if skip[name] {
+			continue
+		}
+		info, err := os.Lstat(filepath.Join(root, name))
+		sameDev := false
+		if err == nil {
+			if sys, ok := info.Sys().(*syscall.Stat_t); ok {
+				sameDev = uint64(sys.Dev) == rootDev
+			}
+		}
+		if err != nil || !info.IsDir() || info.Mode()&os.ModeSymlink != 0 || !sameDev || !ids.ValidUUID(name) || !known(name) {
+			c.recoveryReport.UnknownEntries = append(c.recoveryReport.UnknownEntries, filepath.Join(root, name))
+			c.trace("recovery: unknown entry %s left alone", name)
+			continue
+		}
+		owned = append(owned, name)
+	}
+	return owned, nil
+}
+
+// recoverStagingDirs is the staging directories' own removal step. D
+// seeds task storage through a clone on the host,
+// <root>/<owner>/staging/<allocation ID>, a path with no label to find it
+// by: a crash mid-allocation leaves one, and so does a removal D could
+// not confirm (a staging-directory entry of Unreleased). D's recovery
+// has ended, and this process allocates nothing before admission opens,
+// so none is in use: each one named by an allocation of this database's
+// attempts is removed, with the attempt directories' path checks, and
+// anything else is reported and left alone.
+func (c *Coordinator) recoverStagingDirs(byID map[string]store.Attempt) error {
+	allocations := map[string]bool{}
+	for _, a := range byID {
+		if a.AllocationID != "" {
+			allocations[a.AllocationID] = true
+		}
+	}
+	root := filepath.Join(c.cfg.Root, c.cfg.Owner, "staging")
+	removable, err := c.ownedEntries(root, func(name string) bool { return allocations[name] }, nil)
+	if err != nil {
+		return err
+	}
+	for _, name := range removable {
+		if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
+			return fmt.Errorf("removing staging directory %s: %w", filepath.Join(root, name), err)
+		}
+		c.trace("recovery: staging directory %s removed", name)
+	}
+	return nil
 }
 
 // recoverAttemptDirs is step 4's directory half and step 7.
@@ -429,38 +510,17 @@ func (c *Coordinator) recoverAttemptDirs(byID map[string]store.Attempt) {
 		held[a.ID] = true
 	}
 	root := filepath.Join(c.cfg.Root, c.cfg.Owner, "attempts")
-	entries, err := os.ReadDir(root)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	removable, err := c.ownedEntries(root, func(name string) bool {
+		_, known := byID[name]
+		return known
+	}, held) // a held one: step 7 keeps it for --release-preparation
+	if err != nil {
 		c.recoveryFailed(err)
 		return
 	}
-	var rootDev uint64
-	if st, err := os.Lstat(root); err == nil {
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-			rootDev = uint64(sys.Dev)
-		}
-	}
-	for _, e := range entries {
-		name := e.Name()
-		path := filepath.Join(root, name)
-		if held[name] {
-			continue // step 7 keeps it for --release-preparation
-		}
-		info, err := os.Lstat(path)
-		_, known := byID[name]
-		sameDev := false
-		if err == nil {
-			if sys, ok := info.Sys().(*syscall.Stat_t); ok {
-				sameDev = uint64(sys.Dev) == rootDev
-			}
-		}
-		if err != nil || !info.IsDir() || info.Mode()&os.ModeSymlink != 0 || !sameDev || !ids.ValidUUID(name) || !known {
-			c.recoveryReport.UnknownEntries = append(c.recoveryReport.UnknownEntries, path)
-			c.trace("recovery: unknown entry %s left alone", name)
-			continue
-		}
-		if err := os.RemoveAll(path); err != nil {
-			c.recoveryFailed(fmt.Errorf("removing attempt directory %s: %w", path, err))
+	for _, name := range removable {
+		if err := os.RemoveAll(filepath.Join(root, name)); err != nil {
+			c.recoveryFailed(fmt.Errorf("removing attempt directory %s: %w", filepath.Join(root, name), err))
 			return
 		}
 		c.traceAttempt(name, "recovery: attempt directory of %s removed", name)

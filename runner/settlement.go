@@ -9,12 +9,6 @@ import (
 	"github.com/codeboost/codeboost/words"
 )
 
-// validOutput is publication step 2's schema and size check: a JSON value
-// of at most 1 MiB.
-func validOutput(out []byte) bool {
-	return len(out) > 0 && len(out) <= store.MaxResult && json.Valid(out)
-}
-
 // settled handles D's settlement: the container and its capture stopped.
 func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 	j.settled = &s
@@ -28,22 +22,23 @@ func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 		c.toMarker(j, words.StartNotSaved)
 		return
 	}
-	o, a, err := c.decide(j)
+	o, _, err := c.decide(j)
 	if err != nil {
 		c.traceAttempt(j.attemptID, "settlement read failed %s: %v", j.attemptID, err)
 		c.toMarker(j, words.ResultNotSaved)
 		return
 	}
-	if !o.publish && j.writable && j.firstReason == "" && c.deps.Audit != nil {
-		if f := c.deps.Audit(a, s); f != "" {
-			j.finding = f
-		}
-	}
-	if o.publish {
+	switch {
+	case o.publish:
 		c.publishResult(j)
-		return
+	case c.auditsFailedRun(j, s):
+		c.inspect(j, func(finding string) {
+			j.finding = finding
+			c.finishAfterSettle(j, o)
+		})
+	default:
+		c.finishAfterSettle(j, o)
 	}
-	c.finishAfterSettle(j, o)
 }
 
 // decide reads durable state and applies rule 2 (decideTerminal) with the
@@ -68,7 +63,7 @@ func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
 	s := j.settled
 	f := terminalFacts{
 		firstReason: first, staleCause: cause, presentCause: store.StaleCause(a.Context, present),
-		settled: true, stopReason: s.StopReason, exitCode: s.ExitCode, outputValid: validOutput(s.Output),
+		settled: true, stopReason: s.StopReason, exitCode: s.ExitCode, outputValid: validOutput(j.kind, s.Output),
 		diagnostic: s.Diagnostic, output: string(s.Output),
 		timeoutMinutes: int(a.Deadline.Sub(a.CreatedAt).Minutes()),
 	}
@@ -79,9 +74,12 @@ func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
 	return o, a, nil
 }
 
-// publishResult is publication: for a writable attempt the commit is taken
-// out of task storage first (before any Store write), then one transaction
-// runs every guard and writes completed with the ledger entry.
+// publishResult is publication: for a writable attempt the file-scope
+// audit reads what the agent changed and the commit is taken out of task
+// storage (both before any Store write), then one transaction runs every
+// guard and writes completed with the ledger entry. An audit finding is
+// written instead of a commit: the attempt completes, the task goes to
+// needs human, and nothing of the agent's work is committed or fetched.
 func (c *Coordinator) publishResult(j *job) {
 	if !j.writable {
 		c.publishNow(j, "")
@@ -91,6 +89,20 @@ func (c *Coordinator) publishResult(j *job) {
 		c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the commit could not be taken: task storage is gone"})
 		return
 	}
+	c.inspect(j, func(finding string) {
+		if finding != "" {
+			j.finding = finding
+			c.publishNow(j, "")
+			return
+		}
+		c.takeCommit(j)
+	})
+}
+
+// takeCommit is step 5's first half: commitTaskChanges returns the commit,
+// which D takes into the runner-owned repository; nothing reaches the
+// Store until publishNow.
+func (c *Coordinator) takeCommit(j *job) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.traceAttempt(j.attemptID, "commit extraction %s", j.attemptID)
 	c.deps.D.CommitTaskChanges(ctx, j.storage, func(b dadapter.Bundle, err error) {
@@ -123,12 +135,7 @@ func (c *Coordinator) publishNow(j *job, commit string) {
 		return
 	}
 	var state words.State
-	err := c.deps.Capability.Update(func(tx *store.Tx) (err error) {
-		if j.finding != "" {
-			if err := tx.RecordSafetyFinding(j.attemptID, j.finding); err != nil {
-				return err
-			}
-		}
+	err := c.withFinding(j, func(tx *store.Tx) (err error) {
 		state, err = tx.Publish(j.attemptID, j.settled.Output, commit, j.settled.ExitCode)
 		return err
 	})
@@ -221,14 +228,7 @@ func (c *Coordinator) writeTerminal(j *job, o outcome, next func()) {
 			term.Unreleased = string(b)
 		}
 	}
-	err := c.deps.Capability.Update(func(tx *store.Tx) error {
-		if j.finding != "" {
-			if err := tx.RecordSafetyFinding(j.attemptID, j.finding); err != nil {
-				return err
-			}
-		}
-		return tx.Finish(j.attemptID, term)
-	})
+	err := c.withFinding(j, func(tx *store.Tx) error { return tx.Finish(j.attemptID, term) })
 	if err != nil {
 		c.traceAttempt(j.attemptID, "terminal write failed %s: %v", j.attemptID, err)
 		c.toMarker(j, words.ResultNotSaved)
@@ -241,8 +241,34 @@ func (c *Coordinator) writeTerminal(j *job, o outcome, next func()) {
 	next()
 }
 
+// withFinding runs a terminal write through the shutdown capability with
+// j's safety finding recorded first, in the same transaction ("The runner's
+// own audit records it on the attempt … before the terminal write"). When
+// that fails for a reason other than a refusal and there is a finding, the
+// finding's save is what may have failed: it is held in memory, owed at a
+// human gate (owed.go), and the terminal write is made again without it,
+// so that the attempt still ends.
+func (c *Coordinator) withFinding(j *job, write func(tx *store.Tx) error) error {
+	err := c.deps.Capability.Update(func(tx *store.Tx) error {
+		if j.finding != "" {
+			if err := tx.RecordSafetyFinding(j.attemptID, j.finding); err != nil {
+				return err
+			}
+		}
+		return write(tx)
+	})
+	if err == nil || j.finding == "" || isRefusal(err) {
+		return err
+	}
+	c.traceAttempt(j.attemptID, "safety finding of %s not saved: %v", j.attemptID, err)
+	c.owe(j)
+	j.finding = ""
+	return c.deps.Capability.Update(write)
+}
+
 // afterTerminal releases what outlives the terminal write, in order.
 func (c *Coordinator) afterTerminal(j *job, state words.State) {
+	j.completed = state == words.Completed
 	if j.handle == nil {
 		c.release(j)
 		return
@@ -265,8 +291,32 @@ func (c *Coordinator) release(j *job) {
 			} else {
 				c.traceAttempt(j.attemptID, "storage removed %s", j.attemptID)
 				j.storage = nil
-				c.freeSlot(j)
+				c.releaseCommit(j.attemptID, j.writable && !j.completed, fs, func() { c.freeSlot(j) })
 			}
+		})
+	})
+}
+
+// releaseCommit is the "Release" row of the runner-owned repository: after
+// the terminal write and the storage's removal, the commit ref of a
+// writable attempt that did not complete is dropped (a refused
+// publication's fetched commit among them). A ref left behind is garbage
+// in the runner-owned repository, not a hazard: a failure is traced, and
+// the slot is freed all the same. then runs on the loop once the drop has
+// ended (at once when there is nothing to drop): the job ends only then, so
+// shutdown, which awaits every job, never exits with the drop's git
+// process still writing the runner-owned repository.
+func (c *Coordinator) releaseCommit(attemptID string, drop bool, fs dadapter.TaskFilesystems, then func()) {
+	if !drop {
+		then()
+		return
+	}
+	c.deps.D.ReleaseTaskCommit(fs, func(err error) {
+		c.post(func() {
+			if err != nil {
+				c.traceAttempt(attemptID, "commit ref of %s not dropped: %v", attemptID, err)
+			}
+			then()
 		})
 	})
 }

@@ -1,10 +1,11 @@
 package runner
 
 import (
-	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
 )
 
 // TestValidOutputAcceptsWhatPublicationStores: publication step 2's size
@@ -14,8 +15,8 @@ import (
 //
 // kills: mutant/result-limit-below-store
 func TestValidOutputAcceptsWhatPublicationStores(t *testing.T) {
-	jsonOf := func(n int) []byte { // a JSON string of n bytes in all
-		return append(append([]byte{'"'}, bytes.Repeat([]byte{'a'}, n-2)...), '"')
+	objectOf := func(n int) []byte { // a JSON object of n bytes in all
+		return []byte(`{"summary":"` + strings.Repeat("a", n-len(`{"summary":""}`)) + `"}`)
 	}
 	cases := []struct {
 		name string
@@ -25,12 +26,43 @@ func TestValidOutputAcceptsWhatPublicationStores(t *testing.T) {
 		{"empty", nil, false},
 		{"not JSON", []byte("not json"), false},
 		{"small", []byte(`{"ok":true}`), true},
-		{"exactly the Store's bound", jsonOf(store.MaxResult), true},
-		{"one byte over", jsonOf(store.MaxResult + 1), false},
+		{"exactly the Store's bound", objectOf(store.MaxResult), true},
+		{"one byte over", objectOf(store.MaxResult + 1), false},
 	}
 	for _, c := range cases {
-		if got := validOutput(c.out); got != c.want {
+		if got := validOutput(words.KindExecute, c.out); got != c.want {
 			t.Errorf("%s (%d bytes): validOutput = %v, want %v", c.name, len(c.out), got, c.want)
+		}
+	}
+}
+
+// TestValidOutputChecksTheKindsSchema: "Validate the output (schema, …)",
+// per attempt kind, not only as JSON: a result is one object, and the
+// fields a kind's result is read for have their types.
+//
+// kills: mutant/output-schema-only-json
+func TestValidOutputChecksTheKindsSchema(t *testing.T) {
+	cases := []struct {
+		kind, out string
+		want      bool
+	}{
+		{words.KindExecute, `{"summary":"done","usage":{"inputTokens":1}}`, true},
+		{words.KindExecute, `{"summary":"done","extra":[1]}`, true},
+		{words.KindExecute, `["done"]`, false},
+		{words.KindExecute, `"done"`, false},
+		{words.KindExecute, `null`, false},
+		{words.KindExecute, `{"summary":3}`, false},
+		{words.KindExecute, `{"usage":"lots"}`, false},
+		{words.KindExecute, `{"findings":"none"}`, true}, // execute reports no findings: not read
+		{words.KindReview, `{"findings":[]}`, true},
+		{words.KindReview, `{"findings":"none"}`, false},
+		{words.KindCheck, `{"findings":{"a":1}}`, false},
+		{words.KindQuestion, `{"answer":"yes"}`, true},
+		{words.KindQuestion, `{"answer":true}`, false},
+	}
+	for _, c := range cases {
+		if got := validOutput(c.kind, []byte(c.out)); got != c.want {
+			t.Errorf("%s result %s: valid = %v, want %v", c.kind, c.out, got, c.want)
 		}
 	}
 }

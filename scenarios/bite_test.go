@@ -2,6 +2,8 @@ package scenarios
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -68,7 +70,18 @@ func TestScenariosBite(t *testing.T) {
 		names = append(names, m)
 	}
 	sort.Strings(names)
-	for _, name := range names {
+	shard, of, err := biteShard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if of > 1 {
+		t.Logf("%s=%d/%d: building %d of %d mutants (every %dth from the %dth, in name order); make bite builds them all",
+			biteShardEnv, shard, of, (len(names)-shard+of-1)/of, len(names), of, shard)
+	}
+	for i, name := range names {
+		if i%of != shard {
+			continue
+		}
 		scripts := byMutant[name]
 		m, ok := mutants[name]
 		if !ok {
@@ -80,6 +93,27 @@ func TestScenariosBite(t *testing.T) {
 			biteOverlay(t, m, scripts, pkgClaims[name])
 		})
 	}
+}
+
+// biteShardEnv picks one shard of the mutants: "i/n" builds the mutants
+// whose index in name order is i modulo n. A mutant costs a build and a
+// link of its test binaries (about 4 s of CPU each here), so the 200-odd
+// of them take longer than a CI run may; CI builds one shard a run
+// (make test: one in twelve), turning with the commit count, and
+// `make bite` builds them all. Every
+// mutant is still checked to apply (TestMutantsApply) and to be claimed
+// (TestEveryMutantIsKilled) on every run.
+const biteShardEnv = "CODEBOOST_BITE_SHARD"
+
+func biteShard() (shard, of int, err error) {
+	v := os.Getenv(biteShardEnv)
+	if v == "" {
+		return 0, 1, nil
+	}
+	if _, err := fmt.Sscanf(v, "%d/%d", &shard, &of); err != nil || of < 1 || shard < 0 || shard >= of || fmt.Sprintf("%d/%d", shard, of) != v {
+		return 0, 0, fmt.Errorf("%s=%q: want i/n with 0 <= i < n", biteShardEnv, v)
+	}
+	return shard, of, nil
 }
 
 func claimNames(cs []mutant.Claim) []string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -183,7 +184,7 @@ func advance(d time.Duration) step {
 
 func sweepWorkload() []step {
 	return []step{
-		newTask("T1"), newTask("T2"), newTask("T3"), newTask("T4"), newTask("T5"), approvedPlan("T6"),
+		newTask("T1"), newTask("T2"), newTask("T3"), newTask("T4"), newTask("T5"), approvedPlan("T6"), newTask("T7"), newTask("T8"), newTask("T9"),
 		admit("T1", words.KindReview, "A"),   // read-only, completes
 		admit("T2", words.KindExecute, "B"),  // writable, stopped: export, storage
 		admit("T3", words.KindReview, "C"),   // runs into the task budget
@@ -203,6 +204,36 @@ func sweepWorkload() []step {
 		advance(61 * time.Minute), // T3's budget: time-limit
 		settle("C", 137, "killed"),
 		settle("D2", 0, `{"ok":true}`),
+		admit("T7", words.KindExecute, "G"), // writable, its audit passes: committed
+		admit("T8", words.KindExecute, "H"), // writable, its audit finds an ignored file: no commit
+		leaves("G", dadapter.ChangeManifest{Changes: []dadapter.Change{{Path: "README.md", Kind: dadapter.ChangeModified}}}),
+		leaves("H", dadapter.ChangeManifest{Ignored: []string{"build/out.o"}}),
+		settle("G", 0, `{"ok":true}`),
+		settle("H", 0, `{"ok":true}`),
+		admit("T9", words.KindExecute, "I"), // writable, its finding's save fails: owed, then saved by resume
+		leaves("I", dadapter.ChangeManifest{Nested: []string{"vendor/x"}}),
+		failOnce("store/finding-write"),
+		settle("I", 0, `{"ok":true}`),
+	}
+}
+
+// failOnce makes the next evaluation of failpoint name fail.
+func failOnce(name string) step {
+	return func(w *sweepWorld) bool {
+		if err := w.FP.Enable(name, "1*return"); err != nil {
+			panic(err) // a fixed, known failpoint
+		}
+		return w.alive()
+	}
+}
+
+// leaves sets what inspecting the attempt's task storage finds.
+func leaves(name string, m dadapter.ChangeManifest) step {
+	return func(w *sweepWorld) bool {
+		if id := w.ids[name]; id != "" {
+			w.D.SetChanges(id, m)
+		}
+		return w.alive()
 	}
 }
 
@@ -289,6 +320,11 @@ func (w *sweepWorld) check(t testing.TB, label string) {
 		if words.Writable(a.Kind) && a.State != words.Completed && a.MetadataBaseline != "" &&
 			a.DiagnosticRef == "" && !strings.Contains(a.Diagnostic, words.PartialExportFailed) {
 			fail("writable attempt %s ended %s with neither its partial output nor an export failure", w.Name(a.ID), a.State)
+		}
+		// "Release": the commit ref of an attempt that did not complete
+		// is dropped, and an audit finding commits nothing.
+		if slices.Contains(w.D.Refs(), a.ID) && (a.State != words.Completed || a.SafetyFinding != "") {
+			fail("attempt %s ended %s (finding %q) with its commit ref left", w.Name(a.ID), a.State, a.SafetyFinding)
 		}
 		// Nobody removes storage behind the sweep's back: storage that
 		// recovery could not find was lost by the runner itself.
@@ -414,7 +450,7 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 // TestCrashPointSweep crashes the workload at every event boundary and at
 // every Store commit, restarts, and checks the invariants.
 //
-// kills: mutant/cancel-task-not-closed mutant/recovery-remove-first mutant/unowned-preparation-ignored
+// kills: mutant/cancel-task-not-closed mutant/recovery-remove-first mutant/unowned-preparation-ignored mutant/publication-finding-commits
 func TestCrashPointSweep(t *testing.T) { sweep(t) }
 
 func sweep(t testing.TB) {
@@ -428,6 +464,20 @@ func sweep(t testing.TB) {
 	// Without a crash the plan run goes through both items.
 	if t6, err := dry.Store.Task(dry.keys["T6"]); err != nil || t6.Status != words.StatusInReview || dry.ids["F2"] == "" {
 		t.Fatalf("the workload's plan run did not finish: %+v %v", t6, err)
+	}
+	// Without a crash the audit passes G, and H's finding sends T8 to a
+	// person with nothing committed.
+	g, _ := dry.Store.Attempt(dry.ids["G"])
+	h, _ := dry.Store.Attempt(dry.ids["H"])
+	t8, _ := dry.Store.Task(dry.keys["T8"])
+	if g.State != words.Completed || g.SafetyFinding != "" || h.State != words.Completed || h.SafetyFinding == "" ||
+		t8.Status != words.StatusNeedsHuman || !slices.Contains(dry.D.Refs(), g.ID) || slices.Contains(dry.D.Refs(), h.ID) {
+		t.Fatalf("the workload's audits: G %s %q, H %s %q, T8 %s, refs %v", g.State, g.SafetyFinding, h.State, h.SafetyFinding, t8.Status, dry.D.Refs())
+	}
+	// I's finding could not be saved: the attempt completed without it and
+	// committed nothing.
+	if i, _ := dry.Store.Attempt(dry.ids["I"]); i.State != words.Completed || i.SafetyFinding != "" || slices.Contains(dry.D.Refs(), i.ID) {
+		t.Fatalf("the workload's failed finding save: I %s %q, refs %v", i.State, i.SafetyFinding, dry.D.Refs())
 	}
 	events := dry.Loop.Events()
 	stride := 1

@@ -46,7 +46,6 @@ type World struct {
 	trace    []string
 	aliases  map[string]string // UUID → name given by the script
 	names    map[string]string // name → UUID
-	findings map[string]string // attempt ID → safety finding the audit reports
 	nextName string            // the name the next admitted attempt gets
 }
 
@@ -56,7 +55,7 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 		fp = failpoints.New()
 	}
 	w := &World{Dir: dir, DBPath: filepath.Join(dir, "codeboost.db"), Loop: &Loop{}, IDs: ids.NewSeeded(cfg.Seed),
-		FP: fp, Config: cfg, aliases: map[string]string{}, names: map[string]string{}, findings: map[string]string{}}
+		FP: fp, Config: cfg, aliases: map[string]string{}, names: map[string]string{}}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -106,7 +105,7 @@ func (w *World) boot() error {
 		Root: root, Owner: w.Owner, DiagnosticsCap: cfg.DiagnosticsCap,
 	}, runner.Deps{
 		Store: st, Capability: capability, D: w.D, Clock: w.Clock, Loop: w.Loop, IDs: w.IDs, Failpoints: w.FP,
-		Trace: func(_, line string) { w.Trace(line) }, Audit: w.audit,
+		Trace:     func(_, line string) { w.Trace(line) },
 		StopGroup: func(_ context.Context, g dadapter.ProcessGroup) error { return w.D.StopGroup(g) },
 	})
 	if err != nil {
@@ -166,6 +165,7 @@ func (w *World) exitIfRecoveryStopped() {
 		return
 	}
 	w.Store.Close()
+	w.D.ProcessDied() // the process exits: its D's process-local ownership goes with it
 	w.Trace("exit: recovery stopped the start; Store closed, non-zero exit")
 	if st, err := store.Open(w.DBPath, store.Options{Now: w.Clock.Now, IDs: w.IDs}); err == nil {
 		w.Store = st
@@ -174,11 +174,6 @@ func (w *World) exitIfRecoveryStopped() {
 
 // Close closes the store.
 func (w *World) Close() error { return w.Store.Close() }
-
-func (w *World) audit(a store.Attempt, _ dadapter.Settlement) string { return w.findings[a.ID] }
-
-// SetFinding makes the runner's audit report a safety finding for attemptID.
-func (w *World) SetFinding(attemptID, finding string) { w.findings[attemptID] = finding }
 
 // Name gives a known ID its script name (else the ID itself).
 func (w *World) Name(id string) string {

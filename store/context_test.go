@@ -70,6 +70,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.CreateTask":               doesNotChangeContext,
 	"Tx.EnsureTask":               doesNotChangeContext,
 	"Tx.ApprovedItems":            doesNotChangeContext,
+	"Tx.StaleApprovals":           doesNotChangeContext,
 	"Tx.Finish":                   doesNotChangeContext,
 	"Tx.ResumePlan":               doesNotChangeContext,
 	"Tx.StartPlan":                doesNotChangeContext,
@@ -86,6 +87,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.MarkRunning":              doesNotChangeContext,
 	"Tx.RecordFirstReason":        doesNotChangeContext,
 	"Tx.RecordSafetyFinding":      doesNotChangeContext,
+	"Tx.OweFinding":               doesNotChangeContext,
 	"Tx.RunnerOwnerToken":         doesNotChangeContext,
 	"Tx.ActiveAttempts":           doesNotChangeContext,
 	"Tx.AllAttempts":              doesNotChangeContext,
@@ -127,6 +129,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.Notes":           doesNotChangeContext,
 	"Tx.Plan":            doesNotChangeContext,
 	"Tx.PlanItems":       doesNotChangeContext,
+	"Tx.ItemOf":          doesNotChangeContext,
 	"Tx.PresentContext":  doesNotChangeContext,
 	"Tx.Task":            doesNotChangeContext,
 	"Tx.UserActionCount": doesNotChangeContext,
@@ -277,6 +280,10 @@ func contextCases() []contextCase {
 		{name: "record safety finding", method: "Tx.RecordSafetyFinding", setup: func(e *env) (string, func(*store.Tx) error) {
 			k, a := running(e)
 			return k, func(tx *store.Tx) error { return tx.RecordSafetyFinding(a.ID, "agent committed") }
+		}},
+		{name: "owe finding", method: "Tx.OweFinding", setup: func(e *env) (string, func(*store.Tx) error) {
+			k := queued(e)
+			return k, func(tx *store.Tx) error { return tx.OweFinding(k, actionIDs.UUID(), "agent committed") }
 		}},
 		{name: "preparation starting", method: "Tx.MarkPreparationStarting", setup: func(e *env) (string, func(*store.Tx) error) {
 			k, a := pending(e)

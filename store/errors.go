@@ -37,6 +37,7 @@ const (
 	CodeNotApproved       = "not-approved"
 	CodeStaleReview       = "stale-review-version"
 	CodeRunFinishing      = "run-finishing"
+	CodeHeadMoved         = "head-moved"
 )
 
 func refuse(code, format string, args ...any) *Refusal {

@@ -2,7 +2,7 @@ package store
 
 import "fmt"
 
-// migrateV6 moves a v6 database to v7 in one transaction: plan_items gains
+// migrateV6 moves a v6 database to v8 in one transaction: plan_items gains
 // its spec column (each item's canonical JSON, plan.Item.Spec). The rows
 // v6 wrote keep a NULL spec: PlanItems reads them with a nil Spec, items
 // known by their titles alone. Then, as every open of a current database
@@ -10,19 +10,31 @@ import "fmt"
 // existed lacks. Any failure rolls everything back and leaves the file at
 // v6, so that a later Open migrates it from the start.
 func (s *Store) migrateV6() error {
+	return s.migrateFrom(6, `ALTER TABLE plan_items ADD COLUMN spec TEXT`, addOwedFinding)
+}
+
+// migrateV7 moves a v7 database to v8: tasks gains the owed safety
+// finding's columns, NULL on every row (nothing is owed).
+func (s *Store) migrateV7() error { return s.migrateFrom(7, addOwedFinding) }
+
+// addOwedFinding is v8's change: the evidence and the explicit owed marker
+// of a safety finding owed at a human gate.
+const addOwedFinding = `ALTER TABLE tasks ADD COLUMN owed_finding TEXT; ALTER TABLE tasks ADD COLUMN owed_attempt TEXT`
+
+// migrateFrom runs a migration's changes from version v, then adds what
+// the current schema has and the file lacks, and stamps the version: one
+// transaction, so any failure leaves the file at v for a later Open to
+// migrate from the start.
+func (s *Store) migrateFrom(v int, changes ...string) error {
 	sqlTx, err := s.db.BeginTx(s.ctx, nil)
 	if err != nil {
-		return fmt.Errorf("store: migrate v6: %w", err)
+		return fmt.Errorf("store: migrate v%d: %w", v, err)
 	}
 	defer sqlTx.Rollback()
 	t := &Tx{s: s, tx: sqlTx}
-	for _, q := range []string{
-		`ALTER TABLE plan_items ADD COLUMN spec TEXT`,
-		schemaIfMissing(),
-		fmt.Sprintf("PRAGMA user_version = %d", schemaVersion),
-	} {
+	for _, q := range append(changes, schemaIfMissing(), fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)) {
 		if err := t.execOnce(q); err != nil {
-			return fmt.Errorf("store: migrate v6: %w", err)
+			return fmt.Errorf("store: migrate v%d: %w", v, err)
 		}
 	}
 	return sqlTx.Commit()

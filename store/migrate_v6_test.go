@@ -10,6 +10,7 @@ import (
 	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -130,8 +131,8 @@ func TestMigrateV6KeepsRows(t *testing.T) {
 	}
 	e.s = s
 	t.Cleanup(func() { s.Close() })
-	if v := e.rawInt(`PRAGMA user_version`); v != 7 {
-		t.Fatalf("user_version = %d, want 7", v)
+	if v := e.rawInt(`PRAGMA user_version`); v != 8 {
+		t.Fatalf("user_version = %d, want 8", v)
 	}
 	if after := v6Rows(e); !reflect.DeepEqual(before, after) {
 		t.Fatalf("the migration changed v6 rows:\nbefore %q\nafter  %q", before, after)
@@ -166,5 +167,28 @@ func TestMigrateV6KeepsRows(t *testing.T) {
 	s2.Close()
 	if diff := cmp.Diff(dump, fileDump(e)); diff != "" {
 		t.Fatalf("a second open changed the file:\n%s", diff)
+	}
+}
+
+// TestMigrateV7AddsTheOwedFinding: a v7 file (tasks without the owed
+// finding's columns) opens as v8 with its rows kept and nothing owed;
+// the columns then hold what OweFinding writes.
+func TestMigrateV7AddsTheOwedFinding(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask(words.StatusQueued)
+	e.s.Close()
+	e.rawExec(`ALTER TABLE tasks DROP COLUMN owed_finding; ALTER TABLE tasks DROP COLUMN owed_attempt; PRAGMA user_version = 7`)
+	s, err := store.Open(e.path, store.Options{Now: e.clock.Now, IDs: ids.NewSeeded(1), Failpoints: e.fp})
+	if err != nil {
+		t.Fatalf("Open(v7): %v", err)
+	}
+	e.s = s
+	t.Cleanup(func() { s.Close() })
+	if v := e.rawInt(`PRAGMA user_version`); v != 8 {
+		t.Fatalf("user_version = %d, want 8", v)
+	}
+	task, err := s.Task(key)
+	if err != nil || task.OwedFinding != "" || task.OwedAttempt != "" {
+		t.Fatalf("the migrated task: %+v, %v; want it kept, nothing owed", task, err)
 	}
 }

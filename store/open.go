@@ -104,6 +104,8 @@ func (s *Store) migrate() error {
 		return s.migrateV5() // the review screen's database
 	case v == 6:
 		return s.migrateV6() // plan items without specs
+	case v == 7:
+		return s.migrateV7() // tasks without an owed finding
 	default:
 		return fmt.Errorf("store: database schema version %d is not supported by this build (wants %d)", v, schemaVersion)
 	}

@@ -11,9 +11,8 @@ import (
 // the transaction that admits the item, so a refusal rolls back the action's
 // own writes (start's move from in review to queued among them).
 //
-// Not here yet, because what they guard does not exist yet: the completed-
-// prefix head guard (no git), scope checkpoints and owed safety or scope
-// work (schema v13), and the moved-head refusal.
+// Not here yet: scope checkpoints and owed scope work. The owed safety
+// finding is OweFinding (transitions.go), acted on by the runner.
 
 // Approve records a person's approval of one item of the current plan
 // revision at the current snapshot. It takes the next review version, so an
@@ -53,7 +52,10 @@ type planProgress struct {
 	plan      Plan
 	items     []PlanItem
 	completed map[int]string // item → snapshot of its completed execute attempt
-	executed  bool           // any execute attempt at the current revision
+	// completedIDs are the completed execute attempts at the current
+	// revision: the completed prefix, whose commits move the head.
+	completedIDs map[string]bool
+	executed     bool // any execute attempt at the current revision
 }
 
 func (t *Tx) planProgress(planKey string) (planProgress, error) {
@@ -69,7 +71,7 @@ func (t *Tx) planProgress(planKey string) (planProgress, error) {
 	if err != nil {
 		return p, err
 	}
-	p.completed = map[int]string{}
+	p.completed, p.completedIDs = map[int]string{}, map[string]bool{}
 	for _, a := range rows {
 		if a.Context.PlanRevision != p.plan.Revision {
 			continue
@@ -77,9 +79,42 @@ func (t *Tx) planProgress(planKey string) (planProgress, error) {
 		p.executed = true
 		if a.State == words.Completed && a.Item != nil {
 			p.completed[*a.Item] = a.Context.SnapshotID
+			p.completedIDs[a.ID] = true
 		}
 	}
 	return p, nil
+}
+
+// prefixHeadGuard is resume's "A completed prefix must still end at the
+// task's current head; a moved head refuses instead of silently skipping
+// earlier items." The completed prefix's own commits move the head as
+// expected, through the ledger; so when the prefix made a commit, the
+// ledger's last entry must be one of the prefix's. An entry after it (a
+// commit recorded from elsewhere, or another attempt's) is a moved head,
+// even one that moved back to the same commit: the ledger, not the SHA,
+// tells a moved-and-returned head from the runner's own movement. A
+// prefix that committed nothing left no entry to compare with; its head
+// is the one its attempts captured, which the context guards keep.
+func (t *Tx) prefixHeadGuard(planKey string, p planProgress) error {
+	if len(p.completedIDs) == 0 {
+		return nil
+	}
+	entries, err := t.History(planKey)
+	if err != nil {
+		return err
+	}
+	last := -1
+	for i, e := range entries {
+		if p.completedIDs[e.AttemptID] {
+			last = i
+		}
+	}
+	if last < 0 || last == len(entries)-1 {
+		return nil
+	}
+	moved := entries[len(entries)-1]
+	return refuse(CodeHeadMoved, "the task's head moved since its completed items: item commits end at %s, the ledger now ends at %s; review the change and start the plan again",
+		entries[last].Commit, moved.Commit)
 }
 
 // next is the first item with no completed execute attempt at the current
@@ -117,6 +152,38 @@ func (t *Tx) ApprovedItems(planKey string) (map[int]bool, error) {
 		return nil, err
 	}
 	return t.approvedItems(planKey, p)
+}
+
+// StaleApprovals lists the items of the current plan revision that hold an
+// approval the execution gate rejects: saved before a later choice, or
+// from a snapshot the item may no longer run on. "The review UI marks any
+// approval this execution gate rejects as stale so the reviewer can
+// replace it" ("Start and resume").
+func (t *Tx) StaleApprovals(planKey string) (map[int]bool, error) {
+	p, err := t.planProgress(planKey)
+	if err != nil {
+		return nil, err
+	}
+	approved, err := t.approvedItems(planKey, p)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := t.query(`SELECT DISTINCT item FROM approvals WHERE plan_key = ? AND revision = ?`, planKey, p.plan.Revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	stale := map[int]bool{}
+	for rows.Next() {
+		var item int
+		if err := rows.Scan(&item); err != nil {
+			return nil, err
+		}
+		if !approved[item] {
+			stale[item] = true
+		}
+	}
+	return stale, rows.Err()
 }
 
 // approvedItems is the gate's rule: each approval must be later than the
@@ -336,6 +403,9 @@ func (t *Tx) ResumePlan(planKey string, expectedStateVersion int64, expectedRevi
 		return PlanStart{}, err
 	}
 	if err := t.approvalGate(planKey, p); err != nil {
+		return PlanStart{}, err
+	}
+	if err := t.prefixHeadGuard(planKey, p); err != nil {
 		return PlanStart{}, err
 	}
 	item, ok := p.next()

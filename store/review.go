@@ -362,7 +362,8 @@ func (t *Tx) NeedsHumanGuidance(planKey, actionID, text string) (noteID int64, e
 	if err != nil {
 		return 0, err
 	}
-	if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusQueued, planKey); err != nil {
+	// The person resolved the gate: an owed finding is owed no longer.
+	if _, err := t.exec(`UPDATE tasks SET status = ?, owed_finding = NULL, owed_attempt = NULL WHERE plan_key = ?`, words.StatusQueued, planKey); err != nil {
 		return 0, err
 	}
 	if _, err := t.insertEventID(Event{PlanKey: planKey, ActionID: actionID, Kind: words.EventNeedsHumanGuidance,
@@ -410,6 +411,25 @@ func (t *Tx) Plan(planKey string) (Plan, error) {
 		return p, refuse(CodeNotFound, "no plan %q", planKey)
 	}
 	return p, err
+}
+
+// ItemOf is the plan item an attempt works on, at the plan revision its
+// context captured; ok is false for an attempt without an item (or an
+// item that revision lacks).
+func (t *Tx) ItemOf(a Attempt) (it PlanItem, ok bool, err error) {
+	if a.Item == nil {
+		return it, false, nil
+	}
+	items, err := t.PlanItems(a.PlanKey, a.Context.PlanRevision)
+	if err != nil {
+		return it, false, err
+	}
+	for _, it := range items {
+		if it.Item == *a.Item {
+			return it, true, nil
+		}
+	}
+	return it, false, nil
 }
 
 // PlanItems lists one revision's items in item order.

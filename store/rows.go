@@ -62,6 +62,10 @@ type Task struct {
 	CurrentAttemptID   string // "" when none
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+	// OwedFinding is a safety finding owed at a human gate (schema v13's
+	// evidence), from OwedAttempt's run; "" when none is owed.
+	OwedFinding string
+	OwedAttempt string
 }
 
 // Attempt is an attempts row.
@@ -95,19 +99,22 @@ type Attempt struct {
 }
 
 const taskCols = `plan_key, status, requeue_pending, rebase_in_progress, budget_deadline, cancel_requested,
-	state_version, context_generation, assignment_id, referenced_code_hash, current_attempt_id, created_at, updated_at`
+	state_version, context_generation, assignment_id, referenced_code_hash, current_attempt_id, created_at, updated_at,
+	owed_finding, owed_attempt`
 
 func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 	var t Task
-	var rebase, cancel, current sql.NullString
+	var rebase, cancel, current, owed, owedAttempt sql.NullString
 	var budget sql.NullInt64
 	var created, updated int64
 	err := row.Scan(&t.PlanKey, &t.Status, &t.RequeuePending, &rebase, &budget, &cancel,
-		&t.StateVersion, &t.ContextGeneration, &t.AssignmentID, &t.ReferencedCodeHash, &current, &created, &updated)
+		&t.StateVersion, &t.ContextGeneration, &t.AssignmentID, &t.ReferencedCodeHash, &current, &created, &updated,
+		&owed, &owedAttempt)
 	if err != nil {
 		return t, err
 	}
 	t.RebaseInProgress, t.CancelRequested, t.CurrentAttemptID = rebase.String, cancel.String, current.String
+	t.OwedFinding, t.OwedAttempt = owed.String, owedAttempt.String
 	t.BudgetDeadline = msPtr(budget)
 	t.CreatedAt, t.UpdatedAt = time.UnixMilli(created).UTC(), time.UnixMilli(updated).UTC()
 	return t, nil

@@ -6,10 +6,18 @@ package store
 // Version 7 keeps each plan item's spec, its canonical JSON from a plan
 // document (docs/plan-format.md), beside its title: plan_items.spec, NULL for
 // an item known by its title alone (v6 rows, ImportRevision). v6 → v7 is
-// migrateV6.
-const schemaVersion = 7
+// migrateV6. Version 8 is the contract's schema v13 ("Safety findings and
+// partial output", and "Start and resume": "schema v13 persists the
+// evidence and an explicit owed marker"): tasks.owed_finding and
+// tasks.owed_attempt hold a safety finding owed at a human gate, whose
+// save with its attempt's terminal write failed. The contract's v9
+// (attempts.metadata_baseline, attempts.storage_base) is in v6 already;
+// its v11, v12, v14 and v15 have no counterpart yet (v12's stamped
+// choices are v6's choices.review_version). v6 → v8 is migrateV6, v7 → v8
+// migrateV7.
+const schemaVersion = 8
 
-// schema is the whole v7 schema. Times are Unix milliseconds from the injected
+// schema is the whole v8 schema. Times are Unix milliseconds from the injected
 // clock, so that simulated runs are repeatable.
 const schema = `
 CREATE TABLE plans (
@@ -85,6 +93,8 @@ CREATE TABLE tasks (
 	current_attempt_id   TEXT,
 	created_at           INTEGER NOT NULL,
 	updated_at           INTEGER NOT NULL,
+	owed_finding         TEXT,
+	owed_attempt         TEXT,
 	FOREIGN KEY (plan_key, current_attempt_id) REFERENCES attempts(plan_key, id) DEFERRABLE INITIALLY DEFERRED
 );
 CREATE TABLE attempts (

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -389,7 +390,48 @@ func (t *Tx) SetStorageBaseline(attemptID, baseline, base string) error {
 // RecordSafetyFinding records the runner's audit finding before the
 // terminal write, which then sends the task to needs human.
 func (t *Tx) RecordSafetyFinding(attemptID, finding string) error {
+	if err := t.s.fp.Err("store/finding-write"); err != nil {
+		return err
+	}
 	return t.setAttemptField(attemptID, `safety_finding = ?`, bound(finding))
+}
+
+// OweFinding persists and acts on a safety finding owed from an earlier
+// run, one whose save with its attempt's terminal write failed ("A finding
+// whose save failed … owed at a human gate until the task leaves it";
+// "Start and resume": "a safety finding owed from an earlier run is
+// persisted and acted on, and nothing is admitted"). In one transaction:
+// the evidence and the explicit owed marker on the task (schema v13), the
+// task to needs human, and requeue_pending claimed and cleared ("when
+// owed work settles without an admission that same transaction claims and
+// clears requeue_pending"). A closed task keeps its status; a pending
+// cancel closes it, as a terminal write's finding would; an active
+// attempt refuses it (a task does not change status under one). The
+// marker stays until the person resolves the gate (NeedsHumanGuidance).
+func (t *Tx) OweFinding(planKey, attemptID, finding string) error {
+	if err := ids.CheckUUID("attempt ID", attemptID); err != nil {
+		return refuse(CodeBadInput, "%v", err)
+	}
+	if finding == "" {
+		return refuse(CodeBadInput, "an owed finding needs its text")
+	}
+	task, err := t.Task(planKey)
+	if err != nil {
+		return err
+	}
+	if active, err := t.activeAttempt(planKey); err != nil {
+		return err
+	} else if active != "" {
+		return refuse(CodeActiveAttempt, "attempt %s is still active", active)
+	}
+	if _, err := t.exec(`UPDATE tasks SET owed_finding = ?, owed_attempt = ?, requeue_pending = 0 WHERE plan_key = ?`,
+		bound(finding), attemptID, planKey); err != nil {
+		return err
+	}
+	if err := t.terminalTaskEffects(task, "", true); err != nil {
+		return err
+	}
+	return t.bump(planKey)
 }
 
 // MarkPreparationStarting saves preparation_started_at with a null group,

@@ -21,7 +21,7 @@ func init() {
 		Command{Name: "attempt", Usage: "attempt ATTEMPT [state=S] [first=R|none] [cause=TEXT] [stop=R|none] [exit=N|none] [diag=TEXT] [diag~=REGEXP] [ref=present|absent] [finding=TEXT|none] [unreleased=N|none] [allocation=set|unset] [baseline=set|unset] [kind=K] [item=N|none] [deadline=D]",
 			Summary: "asserts fields of the attempt's durable row (deadline: how long after the world's start, as the trace counts time; unreleased: how many resources the saved list names); a mismatch prints a diff",
 			Example: "attempt A state=cancelled first=cancelled", Run: cmdAttempt},
-		Command{Name: "task", Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N]",
+		Command{Name: "task", Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N] [owed=TEXT|none]",
 			Summary: "asserts fields of the task's durable row",
 			Example: "task T1 status='needs human' cancel=unset", Run: cmdTask},
 		Command{Name: "status", Usage: "[!] status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B] [startable=B] [resumable=B]",
@@ -173,7 +173,8 @@ func cmdTask(ts *gts.TestScript, neg bool, args []string) {
 	got := map[string]string{"status": string(t.Status), "sv": strconv.FormatInt(t.StateVersion, 10),
 		"gen": strconv.FormatInt(t.ContextGeneration, 10), "cancel": setStr(t.CancelRequested != ""),
 		"requeue": boolStr(t.RequeuePending), "budget": setStr(t.BudgetDeadline != nil), "current": current,
-		"attempts": strconv.Itoa(len(attempts)), "history": strconv.Itoa(len(history))}
+		"attempts": strconv.Itoa(len(attempts)), "history": strconv.Itoa(len(history)),
+		"owed": noneOr(t.OwedFinding)}
 	s.compare(ts, "task "+a.pos[0], a.kv, got)
 }
 

@@ -17,7 +17,7 @@ import (
 func init() {
 	register(
 		Command{Name: "d", Usage: "d OP auto|hold|fail|refuse [MESSAGE]",
-			Summary: "sets how the simulated D answers later requests of OP (storage, clone, start, export, remove, commit): at once, held until the script releases it, with an error, or (refuse, storage and clone only) with an error before spawning any process group",
+			Summary: "sets how the simulated D answers later requests of OP (storage, clone, start, export, remove, commit, release-commit, recover, inspect, check-tree): at once, held until the script releases it, with an error, or (refuse, storage and clone only) with an error before spawning any process group",
 			Example: "d clone hold", Run: cmdD},
 		Command{Name: "release", Usage: "release OP ATTEMPT",
 			Summary: "lets a held D operation finish; an aborted one reports its abort, as a helper that stopped its process group does",
@@ -52,9 +52,12 @@ func init() {
 		Command{Name: "set-diff", Usage: "set-diff ATTEMPT TEXT",
 			Summary: "sets what an export of the attempt's task storage returns",
 			Example: "set-diff A 'diff --git a/x b/x'", Run: cmdSetDiff},
-		Command{Name: "finding", Usage: "finding ATTEMPT TEXT",
-			Summary: "makes the runner's audit report a safety finding for a writable attempt that ends badly on its own",
-			Example: "finding A 'changed .git/config'", Run: cmdFinding},
+		Command{Name: "tree-refused", Usage: "tree-refused ATTEMPT WHY",
+			Summary: "makes D's check of the attempt's task tree refuse it (TaskTreeRefused: the tree is not a clean copy of the head, or a declared file operation does not fit it), saying WHY",
+			Example: "tree-refused A 'create README.md: the head has it'", Run: cmdTreeRefused},
+		Command{Name: "agent-leaves", Usage: "agent-leaves ATTEMPT ENTRY...",
+			Summary: "sets what inspecting the attempt's task storage finds (D's change manifest, which the runner's audit judges); ENTRY is metadata, cut, KIND=PATH (KIND added, modified, deleted, type-changed, ignored, nested, gitlink, dotgit, special, refused) or symlink=PATH->TARGET",
+			Example: "agent-leaves A modified=README.md ignored=build/out.o", Run: cmdAgentLeaves},
 	)
 }
 
@@ -213,12 +216,68 @@ func cmdSetDiff(ts *gts.TestScript, neg bool, args []string) {
 	s.world(ts).D.SetDiff(s.attempt(ts, args[0]), args[1])
 }
 
-func cmdFinding(ts *gts.TestScript, neg bool, args []string) {
+func cmdTreeRefused(ts *gts.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
-		ts.Fatalf("usage: finding ATTEMPT TEXT")
+		ts.Fatalf("usage: tree-refused ATTEMPT WHY")
 	}
 	s := get(ts)
-	s.world(ts).SetFinding(s.attempt(ts, args[0]), args[1])
+	s.world(ts).D.RefuseTree(s.attempt(ts, args[0]), args[1])
+}
+
+func cmdAgentLeaves(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: agent-leaves ATTEMPT ENTRY...")
+	}
+	m, err := parseManifest(args[1:])
+	if err != nil {
+		ts.Fatalf("agent-leaves: %v", err)
+	}
+	s := get(ts)
+	s.world(ts).D.SetChanges(s.attempt(ts, args[0]), m)
+}
+
+// parseManifest reads agent-leaves' entries into a change manifest.
+func parseManifest(entries []string) (dadapter.ChangeManifest, error) {
+	var m dadapter.ChangeManifest
+	for _, e := range entries {
+		switch e {
+		case "metadata":
+			m.MetadataChanged = true
+			continue
+		case "cut":
+			m.Cut = true
+			continue
+		}
+		kind, p, ok := strings.Cut(e, "=")
+		if !ok || p == "" {
+			return m, fmt.Errorf("entry %q: want metadata, cut, KIND=PATH or symlink=PATH->TARGET", e)
+		}
+		switch kind {
+		case string(dadapter.ChangeAdded), string(dadapter.ChangeModified), string(dadapter.ChangeDeleted), string(dadapter.ChangeTypeChanged):
+			m.Changes = append(m.Changes, dadapter.Change{Path: p, Kind: dadapter.ChangeKind(kind)})
+		case "ignored":
+			m.Ignored = append(m.Ignored, p)
+		case "nested":
+			m.Nested = append(m.Nested, p)
+		case "gitlink":
+			m.GitlinkContent = append(m.GitlinkContent, p)
+		case "dotgit":
+			m.DotGit = append(m.DotGit, p)
+		case "special":
+			m.Special = append(m.Special, p)
+		case "refused":
+			m.Refused = append(m.Refused, p)
+		case "symlink":
+			link, target, ok := strings.Cut(p, "->")
+			if !ok {
+				return m, fmt.Errorf("entry %q: want symlink=PATH->TARGET", e)
+			}
+			m.Symlinks = append(m.Symlinks, dadapter.Symlink{Path: link, Target: target})
+		default:
+			return m, fmt.Errorf("entry %q: unknown kind %q", e, kind)
+		}
+	}
+	return m, nil
 }
 
 func cmdRemoveStorageByHand(ts *gts.TestScript, neg bool, args []string) {

@@ -22,7 +22,7 @@ func init() {
 			Summary: "plants another database's live runner work: task storage and a running agent container labelled with another runner's token and attempt NAME",
 			Example: "foreign-agent B1", Run: cmdForeignAgent},
 		Command{Name: "paths", Usage: "paths [ATTEMPT...]",
-			Summary: "sets $ATTEMPTS to this runner's <root>/<owner>/attempts directory and $DIR_<ATTEMPT> to each named attempt's directory, for the built-in file commands",
+			Summary: "sets $ATTEMPTS to this runner's <root>/<owner>/attempts directory, $STAGING to its staging directory, $DIR_<ATTEMPT> to each named attempt's directory and $STAGING_<ATTEMPT> to the host staging directory of its storage allocation (when it has one), for the built-in file commands",
 			Example: "paths A", Run: cmdPaths},
 		Command{Name: "name-row", Usage: "name-row ID NAME",
 			Summary: "gives an attempt row the script wrote itself (with sql) a name for later commands",
@@ -122,14 +122,6 @@ func cmdTracedTimes(ts *gts.TestScript, neg bool, args []string) {
 	}
 }
 
-// otherStorage is the task storage of another database's runner, as its
-// own process would pass it to D's start.
-type otherStorage struct{ owner dadapter.StorageOwner }
-
-func (o otherStorage) Owner() dadapter.StorageOwner { return o.owner }
-func (o otherStorage) MetadataBaseline() string     { return "baseline-other" }
-func (o otherStorage) Base() string                 { return "base0000" }
-
 func cmdForeignAgent(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
 	w := s.world(ts)
@@ -142,9 +134,9 @@ func cmdForeignAgent(ts *gts.TestScript, neg bool, args []string) {
 		ts.Fatalf("foreign-agent: %v", err)
 	}
 	owner := dadapter.StorageOwner{RunnerOwner: other, AttemptID: id, AllocationID: actionID("alloc:" + args[0])}
-	w.D.AddStorage(owner)
+	storage := w.D.AddStorage(owner) // the other runner's process holds this handle
 	if _, err := w.D.Start(dadapter.InvocationInput{RunnerOwner: other, AttemptID: id, Phase: "execute",
-		Storage: otherStorage{owner: owner}}); err != nil {
+		Storage: storage}); err != nil {
 		ts.Fatalf("foreign-agent: %v", err)
 	}
 }
@@ -153,9 +145,15 @@ func cmdPaths(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
 	w := s.world(ts)
 	attempts := filepath.Join(w.Root(), w.Owner, "attempts")
+	staging := filepath.Join(w.Root(), w.Owner, "staging")
 	ts.Setenv("ATTEMPTS", attempts)
+	ts.Setenv("STAGING", staging)
 	for _, name := range args {
-		ts.Setenv("DIR_"+name, filepath.Join(attempts, s.attempt(ts, name)))
+		id := s.attempt(ts, name)
+		ts.Setenv("DIR_"+name, filepath.Join(attempts, id))
+		if a, err := w.Store.Attempt(id); err == nil && a.AllocationID != "" {
+			ts.Setenv("STAGING_"+name, filepath.Join(staging, a.AllocationID))
+		}
 	}
 }
 

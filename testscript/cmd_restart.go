@@ -106,7 +106,12 @@ func cmdLegacy(ts *gts.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: legacy KIND NAME")
 	}
-	get(ts).world(ts).D.AddLegacy(args[0], args[1])
+	switch kind := dadapter.ResourceKind(args[0]); kind {
+	case dadapter.KindContainer, dadapter.KindNetwork, dadapter.KindVolume:
+		get(ts).world(ts).D.AddLegacy(kind, args[1])
+	default:
+		ts.Fatalf("legacy: kind %q is not container, network or volume", args[0])
+	}
 }
 
 func cmdRemoveLegacy(ts *gts.TestScript, neg bool, args []string) {

@@ -586,9 +586,11 @@ func TestBrowserOnlyTheNewestPollApplies(t *testing.T) {
 }
 
 // waitUntil polls a condition of the server's state.
+// Its limit is a safety net for a loaded machine (CI runs the Docker
+// suites beside these tests), not a measure: cond is polled every 5 ms.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("waiting for %s: timed out", what)
@@ -788,4 +790,43 @@ func TestBrowserLostResponseResent(t *testing.T) {
 		t.Errorf("%d user actions recorded, want %d", n, actions+1)
 	}
 	p.waitLabel(w.currentAttempt("parser-fix"), words.LabelRunning)
+}
+
+// TestBrowserFindingAndStaleApprovalShown: what sends a task to a person
+// is on the page. The attempt whose audit found a file the repository
+// ignores shows the safety finding in its detail ("A safety finding: …
+// The text stays on the row (safetyFinding)"), and once a choice is saved
+// after the approvals, "The review UI marks any approval this execution
+// gate rejects as stale so the reviewer can replace it": each item says
+// "Stale" and offers "Approve again".
+//
+// kills: mutant/ui-stale-approval-hidden mutant/ui-finding-hidden
+func TestBrowserFindingAndStaleApprovalShown(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	waitUntil(t, "the agent started", func() (started bool) {
+		w.onLoop(func() { started = w.d.Handle(a) != nil })
+		return started
+	})
+	w.onLoop(func() { w.d.SetChanges(a, dadapter.ChangeManifest{Ignored: []string{"build/parse.o"}}) })
+	w.settle(a, dadapter.Settlement{ExitCode: 0, Output: []byte(`{"summary":"guarded the nil reader"}`)})
+	waitUntil(t, "needs human", func() bool { return w.status("parser-fix").Task.Status == string(words.StatusNeedsHuman) })
+	rv := w.status("parser-fix").ReviewVersion
+	w.api("POST", "/api/review", ReviewAction{Task: "parser-fix", Action: "accept-segment", ActionID: newTestActionID(),
+		ChoiceKey: "segment-1", ExpectedReviewVersion: rv}, 200, nil)
+
+	p := w.open()
+	p.waitFor(`(document.querySelector('#attempt-facts .finding') || {}).textContent === `+
+		js("the agent wrote files the repository ignores: build/parse.o"), "the safety finding")
+	p.waitFor(`document.querySelectorAll('#plan-items .s-stale').length === 3`, "three stale approvals")
+	if got := eval[string](p, `document.querySelector('#plan-items button[data-action=approve][data-item="1"]').textContent`); got != "Approve again" {
+		t.Errorf("item 1 offers %q, want Approve again", got)
+	}
+	p.do(chromedp.ScrollIntoView(chromedp.CSS(`#attempt-detail`)))
+	p.screenshot("needs-human")
+
+	// Approving again replaces the stale approval.
+	p.click(`#plan-items button[data-action=approve][data-item="1"]`)
+	p.waitFor(`document.querySelectorAll('#plan-items .s-stale').length === 2`, "item 1 approved again")
 }

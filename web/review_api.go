@@ -38,6 +38,9 @@ type ReviewItem struct {
 	Title    string `json:"title"`
 	RunAgain bool   `json:"runAgain"`
 	Approved bool   `json:"approved"` // holds an approval the execution gate accepts
+	// StaleApproval: it holds an approval the gate rejects (saved before a
+	// later choice, or for another snapshot), which the reviewer replaces.
+	StaleApproval bool `json:"staleApproval"`
 	// Spec is the item as its plan document declared it (instructions,
 	// file operations, links, scope: docs/plan-format.md); null for an
 	// item imported before plan documents existed.
@@ -77,18 +80,30 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := t.Identity.Key()
-	var head string
-	if s.opt.Head != nil {
+	head, owned, err := s.recordedHead(key)
+	if err != nil {
+		s.storageError(w, "GET /api/review", err)
+		return
+	}
+	if !owned && s.opt.Head != nil {
 		h, err := s.opt.Head(t)
 		if err != nil {
 			s.log.Warn("review load: the repository's HEAD could not be read", "task", t.Name, "err", err)
 		}
 		head = h
 	}
-	if head != "" {
+	if head != "" && !owned {
+		// The HEAD was read outside any transaction: a runner commit may
+		// have landed since. The write checks again and, if one has, keeps
+		// the recorded head instead of rolling the task back to the
+		// user's.
 		if err := s.opt.Runner.ChangeContext(r.Context(), key, func(tx *store.Tx) error {
 			task, err := tx.Task(key)
 			if err != nil || task.ReferencedCodeHash == head {
+				return err
+			}
+			if owned, err = runnerOwned(tx, key); err != nil || owned {
+				head = task.ReferencedCodeHash
 				return err
 			}
 			return tx.RecordHistory(key, "", head)
@@ -98,7 +113,7 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reply := ReviewReply{Name: t.Name, Head: head, Items: []ReviewItem{}, Notes: []ReviewNote{}, Findings: []ReviewFinding{}, History: []HistoryRow{}}
-	err := s.opt.Store.View(func(tx *store.Tx) error {
+	err = s.opt.Store.View(func(tx *store.Tx) error {
 		plan, err := tx.Plan(key)
 		if err != nil {
 			return err
@@ -117,8 +132,13 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
+		stale, err := tx.StaleApprovals(key)
+		if err != nil {
+			return err
+		}
 		for _, it := range items {
-			reply.Items = append(reply.Items, ReviewItem{Item: it.Item, Title: it.Title, RunAgain: it.RunAgain, Approved: approved[it.Item], Spec: it.Spec})
+			reply.Items = append(reply.Items, ReviewItem{Item: it.Item, Title: it.Title, RunAgain: it.RunAgain, Approved: approved[it.Item],
+				StaleApproval: stale[it.Item], Spec: it.Spec})
 		}
 		notes, err := tx.Notes(key)
 		if err != nil {
@@ -335,4 +355,36 @@ func quote(v string) string {
 		v = v[:64] + "…"
 	}
 	return strconv.Quote(v)
+}
+
+// recordedHead is the task's head when it has runner commits (a ledger
+// entry an attempt wrote): the head the Store recorded, read from the
+// runner-owned repository, because runner commits move the head only
+// through the Store and observing the user's older HEAD would roll the
+// task back. owned is false for a task without runner commits, which
+// still observes the user's HEAD.
+func (s *Server) recordedHead(planKey string) (head string, owned bool, err error) {
+	err = s.opt.Store.View(func(tx *store.Tx) error {
+		if owned, err = runnerOwned(tx, planKey); err != nil || !owned {
+			return err
+		}
+		task, err := tx.Task(planKey)
+		head = task.ReferencedCodeHash
+		return err
+	})
+	return head, owned, err
+}
+
+// runnerOwned reports whether the task has a runner commit in its history.
+func runnerOwned(tx *store.Tx, planKey string) (bool, error) {
+	entries, err := tx.History(planKey)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if e.AttemptID != "" {
+			return true, nil
+		}
+	}
+	return false, nil
 }

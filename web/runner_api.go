@@ -47,28 +47,34 @@ type TaskRow struct {
 	RequeuePending   bool       `json:"requeuePending"`
 	CancelRequested  bool       `json:"cancelRequested"`
 	BudgetDeadline   *time.Time `json:"budgetDeadline"`
+	// OwedFinding is a safety finding owed at the task's human gate (its
+	// save with its attempt failed; start or resume saved it), "" for none.
+	OwedFinding string `json:"owedFinding"`
 }
 
 // AttemptRow is one attempt as the screen sees it.
 type AttemptRow struct {
-	ID          string     `json:"id"`
-	Kind        string     `json:"kind"`
-	Item        *int       `json:"item"`
-	State       string     `json:"state"`
-	Label       string     `json:"label"`
-	Current     bool       `json:"current"`
-	FirstReason string     `json:"firstReason"`
-	StaleCause  string     `json:"staleCause"`
-	StopReason  string     `json:"stopReason"`
-	Diagnostic  string     `json:"diagnostic"`
-	ExitCode    *int       `json:"exitCode"`
-	CreatedAt   time.Time  `json:"createdAt"`
-	StartedAt   *time.Time `json:"startedAt"`
-	SettledAt   *time.Time `json:"settledAt"`
-	ElapsedMS   *int64     `json:"elapsedMs"` // settled minus started, once both exist
-	Usage       *Usage     `json:"usage"`
-	HasDiff     bool       `json:"hasDiff"` // partial output was saved: GET /api/diff shows it
-	Live        bool       `json:"live"`    // live output can be followed
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	Item        *int   `json:"item"`
+	State       string `json:"state"`
+	Label       string `json:"label"`
+	Current     bool   `json:"current"`
+	FirstReason string `json:"firstReason"`
+	StaleCause  string `json:"staleCause"`
+	StopReason  string `json:"stopReason"`
+	Diagnostic  string `json:"diagnostic"`
+	// SafetyFinding is the runner's audit finding: what the agent did
+	// that sent the task to needs human ("" for none).
+	SafetyFinding string     `json:"safetyFinding"`
+	ExitCode      *int       `json:"exitCode"`
+	CreatedAt     time.Time  `json:"createdAt"`
+	StartedAt     *time.Time `json:"startedAt"`
+	SettledAt     *time.Time `json:"settledAt"`
+	ElapsedMS     *int64     `json:"elapsedMs"` // settled minus started, once both exist
+	Usage         *Usage     `json:"usage"`
+	HasDiff       bool       `json:"hasDiff"` // partial output was saved: GET /api/diff shows it
+	Live          bool       `json:"live"`    // live output can be followed
 }
 
 // Usage is what an agent's result reported about its cost.
@@ -110,7 +116,7 @@ func (s *Server) status(t Task) (TaskStatus, error) {
 		Name: t.Name, Repository: t.Repository,
 		Task: TaskRow{Status: string(st.Task.Status), CurrentAttemptID: st.Task.CurrentAttemptID,
 			RequeuePending: st.Task.RequeuePending, CancelRequested: st.Task.CancelRequested != "",
-			BudgetDeadline: st.Task.BudgetDeadline},
+			BudgetDeadline: st.Task.BudgetDeadline, OwedFinding: st.Task.OwedFinding},
 		Attempts:  make([]AttemptRow, 0, len(st.Attempts)),
 		Available: st.Available, StateVersion: st.Task.StateVersion, ReviewVersion: st.ReviewVersion,
 		Retryable: st.Retryable, RunAgain: st.RunAgain, Startable: st.Startable, Resumable: st.Resumable,
@@ -145,7 +151,7 @@ func attemptRow(a store.Attempt, st runner.Status) AttemptRow {
 	row := AttemptRow{
 		ID: a.ID, Kind: a.Kind, Item: a.Item, State: string(a.State), Label: st.Labels[a.ID],
 		Current: a.ID == st.Task.CurrentAttemptID, FirstReason: string(a.FirstReason), StaleCause: a.StaleCause,
-		StopReason: string(a.StopReason), Diagnostic: a.Diagnostic, ExitCode: a.ExitCode,
+		StopReason: string(a.StopReason), Diagnostic: a.Diagnostic, SafetyFinding: a.SafetyFinding, ExitCode: a.ExitCode,
 		CreatedAt: a.CreatedAt, StartedAt: a.StartedAt, SettledAt: a.SettledAt, HasDiff: a.DiagnosticRef != "",
 	}
 	if u, ok := dadapter.ParseUsage(a.Result); ok {

@@ -37,8 +37,14 @@ type Options struct {
 	// diagnostic_ref (nil: no diff view).
 	Diagnostics func(ref string) ([]byte, error)
 	// Head reads a configured task's repository HEAD for the review load
-	// (nil: the load records no history).
+	// (nil: the load records no history). It is not asked once the task
+	// has runner commits: the Store's recorded head is the task's head
+	// then (the contract's "Runner-owned repository", Review).
 	Head func(Task) (string, error)
+	// CommitDiff reads the diff of a runner commit (a completed attempt's
+	// commit on its base) from the runner-owned repository, for the diff
+	// view; nil: only saved partial output is shown.
+	CommitDiff func(t Task, base, commit string) ([]byte, error)
 	// DrainLimit overrides DrainLimit (tests); zero means DrainLimit.
 	DrainLimit time.Duration
 	// Static replaces the embedded review screen (the browser tests serve

@@ -74,18 +74,12 @@ const maxDiffBytes = 2 << 20
 // named only by the attempt's own diagnostic_ref, read from the Store,
 // never by the request.
 func (s *Server) getDiff(w http.ResponseWriter, r *http.Request) {
-	_, a, ok := s.taskAttempt(w, r)
+	t, a, ok := s.taskAttempt(w, r)
 	if !ok {
 		return
 	}
-	if a.DiagnosticRef == "" || s.opt.Diagnostics == nil {
-		writeError(w, http.StatusNotFound, codeNotFound, "attempt "+a.ID+" has no saved partial output")
-		return
-	}
-	b, err := s.opt.Diagnostics(a.DiagnosticRef)
-	if err != nil {
-		s.log.Warn("diff view: the saved partial output could not be read", "attempt", a.ID, "err", err)
-		writeError(w, http.StatusNotFound, codeNotFound, "the saved partial output of "+a.ID+" could not be read")
+	b, ok := s.attemptDiff(w, t, a)
+	if !ok {
 		return
 	}
 	if len(b) > maxDiffBytes {
@@ -95,6 +89,49 @@ func (s *Server) getDiff(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Write(b)
+}
+
+// attemptDiff is what the diff view shows of an attempt: the commit a
+// completed attempt made (from the runner-owned repository, against the
+// commit its storage was seeded from), else its saved partial output.
+func (s *Server) attemptDiff(w http.ResponseWriter, t Task, a store.Attempt) ([]byte, bool) {
+	if commit, err := s.attemptCommit(a); err != nil {
+		s.storageError(w, "GET /api/diff", err)
+		return nil, false
+	} else if commit != "" && s.opt.CommitDiff != nil && a.StorageBase != "" {
+		b, err := s.opt.CommitDiff(t, a.StorageBase, commit)
+		if err != nil {
+			s.log.Warn("diff view: the commit could not be read", "attempt", a.ID, "commit", commit, "err", err)
+			writeError(w, http.StatusNotFound, codeNotFound, "the commit "+commit+" of "+a.ID+" could not be read")
+			return nil, false
+		}
+		return b, true
+	}
+	if a.DiagnosticRef == "" || s.opt.Diagnostics == nil {
+		writeError(w, http.StatusNotFound, codeNotFound, "attempt "+a.ID+" has no commit and no saved partial output")
+		return nil, false
+	}
+	b, err := s.opt.Diagnostics(a.DiagnosticRef)
+	if err != nil {
+		s.log.Warn("diff view: the saved partial output could not be read", "attempt", a.ID, "err", err)
+		writeError(w, http.StatusNotFound, codeNotFound, "the saved partial output of "+a.ID+" could not be read")
+		return nil, false
+	}
+	return b, true
+}
+
+// attemptCommit is the commit an attempt's ledger entry records, or "".
+func (s *Server) attemptCommit(a store.Attempt) (commit string, err error) {
+	err = s.opt.Store.View(func(tx *store.Tx) error {
+		entries, err := tx.History(a.PlanKey)
+		for _, e := range entries {
+			if e.AttemptID == a.ID {
+				commit = e.Commit
+			}
+		}
+		return err
+	})
+	return commit, err
 }
 
 // taskAttempt resolves ?task=NAME&attempt=ID to a configured task and one

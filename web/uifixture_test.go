@@ -66,6 +66,9 @@ type worldOptions struct {
 	// pollBaseMS and pollCapMS are the page's polling intervals (index.html's
 	// markup); zero keeps the page's own.
 	pollBaseMS, pollCapMS int
+	// head and commitDiff are Options.Head and Options.CommitDiff.
+	head       func(Task) (string, error)
+	commitDiff func(t Task, base, commit string) ([]byte, error)
 }
 
 func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
@@ -119,7 +122,8 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 		tasks = append(tasks, Task{Name: spec.name, Repository: spec.repository, Identity: id})
 	}
 	srv, err := New(Options{Runner: w.run, Store: st, Clock: clock, Tasks: tasks, Output: w.out,
-		Diagnostics: DiagnosticsReader(w.run.DiagnosticsDir()), Static: pageFS(t, opt.pollBaseMS, opt.pollCapMS)})
+		Diagnostics: DiagnosticsReader(w.run.DiagnosticsDir()), Static: pageFS(t, opt.pollBaseMS, opt.pollCapMS),
+		Head: opt.head, CommitDiff: opt.commitDiff})
 	if err != nil {
 		t.Fatal(err)
 	}

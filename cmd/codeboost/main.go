@@ -4,9 +4,22 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"os"
 
+	"github.com/codeboost/codeboost/app"
 	"github.com/codeboost/codeboost/cmd/codeboost/cli"
+	"github.com/codeboost/codeboost/dadapter/docker"
 )
 
-func main() { os.Exit(cli.Run(os.Args[1:], cli.Options{})) }
+func main() { os.Exit(cli.Run(os.Args[1:], cli.Options{Engine: openDocker})) }
+
+// openDocker is the binary's engine: Docker, through dadapter/docker.
+func openDocker(ctx context.Context, runnerRoot string, log *slog.Logger) (app.Engine, error) {
+	d, err := docker.Open(ctx, runnerRoot, log)
+	if err != nil {
+		return nil, err // not a nil *docker.D in a non-nil Engine
+	}
+	return d, nil
+}

@@ -1,8 +1,8 @@
-// Package nodocker is the D of a production runner built before its Docker
-// adapter (dadapter/docker, a later issue). It lets `codeboost serve` run the
-// real coordinator now: startup recovery over the database file and the
-// runner root, admission, and shutdown in order, while every attempt fails
-// at its first preparation step with ErrNoDocker and a clear message.
+// Package nodocker is the D of a `codeboost serve` with no agent configured
+// (no runner.agent.image): a server that reviews plans. It runs the real
+// coordinator (startup recovery over the database file and the runner
+// root, admission, and shutdown in order) while every attempt fails at its
+// first preparation step with ErrNoDocker and a clear message.
 //
 // What it can claim honestly: this build never creates a Docker object, so
 // owner-scoped recovery has nothing of its own to remove or hand back, and it
@@ -21,7 +21,7 @@ import (
 )
 
 // ErrNoDocker is every operation's answer.
-var ErrNoDocker = errors.New("this codeboost build has no Docker adapter yet, so it cannot prepare or start agents")
+var ErrNoDocker = errors.New("no agent is configured (runner.agent.image in the configuration file), so this server cannot prepare or start agents")
 
 // D implements dadapter.D without Docker.
 type D struct{}
@@ -36,13 +36,21 @@ func (D) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
 	return nil, ErrNoDocker
 }
 
-func (D) PrepareTaskFilesystems(_ context.Context, _ dadapter.StorageOwner, _ func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
+func (D) PrepareTaskFilesystems(_ context.Context, _ dadapter.StorageOwner, _ dadapter.Source, _ func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
 	go done(nil, ErrNoDocker)
 }
 
 // RemoveTaskFilesystems is never reached: no storage is ever handed out.
 func (D) RemoveTaskFilesystems(_ dadapter.TaskFilesystems, done func(error)) {
 	go done(ErrNoDocker)
+}
+
+func (D) CheckTaskTree(_ context.Context, _ dadapter.TaskFilesystems, _ string, _ []dadapter.FileOperation, done func(dadapter.TaskTree, error)) {
+	go done(dadapter.TaskTree{}, ErrNoDocker)
+}
+
+func (D) InspectTaskChanges(_ context.Context, _ dadapter.TaskFilesystems, done func(dadapter.ChangeManifest, error)) {
+	go done(dadapter.ChangeManifest{}, ErrNoDocker)
 }
 
 func (D) ExportTaskDiff(_ context.Context, _ dadapter.TaskFilesystems, _ int, done func(dadapter.ExportResult, error)) {
@@ -53,7 +61,12 @@ func (D) CommitTaskChanges(_ context.Context, _ dadapter.TaskFilesystems, done f
 	go done(dadapter.Bundle{}, ErrNoDocker)
 }
 
-func (D) CreateTaskClone(_ context.Context, _ string, _ func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
+// ReleaseTaskCommit has nothing to release: no commit is ever taken.
+func (D) ReleaseTaskCommit(_ dadapter.TaskFilesystems, done func(error)) {
+	go done(nil)
+}
+
+func (D) CreateTaskClone(_ context.Context, _ string, _ dadapter.Source, _ func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
 	go done(dadapter.Clone{}, ErrNoDocker)
 }
 

@@ -23,8 +23,8 @@ func TestEveryOperationFailsWithoutSpawning(t *testing.T) {
 	var d nodocker.D
 	group := func(dadapter.ProcessGroup) { t.Error("a process group was reported") }
 	errs := make(chan error, 6)
-	d.PrepareTaskFilesystems(context.Background(), dadapter.StorageOwner{}, group, func(fs dadapter.TaskFilesystems, err error) { errs <- err })
-	d.CreateTaskClone(context.Background(), t.TempDir(), group, func(_ dadapter.Clone, err error) { errs <- err })
+	d.PrepareTaskFilesystems(context.Background(), dadapter.StorageOwner{}, dadapter.Source{}, group, func(fs dadapter.TaskFilesystems, err error) { errs <- err })
+	d.CreateTaskClone(context.Background(), t.TempDir(), dadapter.Source{}, group, func(_ dadapter.Clone, err error) { errs <- err })
 	d.ExportTaskDiff(context.Background(), nil, 10, func(_ dadapter.ExportResult, err error) { errs <- err })
 	d.CommitTaskChanges(context.Background(), nil, func(_ dadapter.Bundle, err error) { errs <- err })
 	d.RemoveTaskFilesystems(nil, func(err error) { errs <- err })
@@ -94,7 +94,7 @@ func TestProductionRunnerWithoutDocker(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if a.State != words.Failed || !strings.Contains(a.Diagnostic, "no Docker adapter") {
+	if a.State != words.Failed || !strings.Contains(a.Diagnostic, "no agent is configured") {
 		t.Errorf("attempt ended %s %q", a.State, a.Diagnostic)
 	}
 	if a.PreparationStartedAt != nil {

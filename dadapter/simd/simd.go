@@ -29,13 +29,16 @@ import (
 
 // Ops are the simulated D's operations a scenario can steer.
 const (
-	OpStorage = "storage" // PrepareTaskFilesystems
-	OpClone   = "clone"   // CreateTaskClone
-	OpStart   = "start"   // Start (synchronous: auto or fail only)
-	OpExport  = "export"  // ExportTaskDiff
-	OpRemove  = "remove"  // RemoveTaskFilesystems
-	OpCommit  = "commit"  // CommitTaskChanges
-	OpRecover = "recover" // RecoverLeftovers
+	OpStorage = "storage"        // PrepareTaskFilesystems
+	OpClone   = "clone"          // CreateTaskClone
+	OpStart   = "start"          // Start (synchronous: auto or fail only)
+	OpExport  = "export"         // ExportTaskDiff
+	OpRemove  = "remove"         // RemoveTaskFilesystems
+	OpCommit  = "commit"         // CommitTaskChanges
+	OpRecover = "recover"        // RecoverLeftovers
+	OpRelease = "release-commit" // ReleaseTaskCommit
+	OpInspect = "inspect"        // InspectTaskChanges
+	OpTree    = "check-tree"     // CheckTaskTree
 )
 
 // Policy says what D does with the next requests of one op.
@@ -57,10 +60,20 @@ type D struct {
 	handles  map[string]*Handle
 	storage  map[string]*fs // by attempt ID: present task storage
 	diffs    map[string]string
+	changes  map[string]dadapter.ChangeManifest // what the agent left, by attempt ID
+	unfit    map[string]string                  // why the task tree is refused, by attempt ID
 	commitNo int
+	released []string           // attempts whose commit ref F released
+	refs     map[string]bool    // attempts with a commit ref in the runner-owned repository
 	legacy   []dadapter.Unowned // objects with codeboost labels but no runner label
 	groups   map[int]*group     // preparation process groups by PGID
 	groupNo  int
+
+	// held is the task storage this runner process allocated and has not
+	// removed, by allocation ID: the contract's process-local ownership
+	// map, which ProcessDied empties. Recovery refuses to run while it
+	// holds storage of the runner.
+	held map[string]dadapter.StorageOwner
 
 	// Now stamps a reported group's start time (nil: the zero time).
 	Now func() time.Time
@@ -178,25 +191,36 @@ func (d *D) StopGroup(g dadapter.ProcessGroup) error {
 }
 
 type fs struct {
+	dadapter.StorageSeal
 	owner dadapter.StorageOwner
+	base  string
 }
+
+// simBase is the commit simulated storage is seeded from when F names none.
+const simBase = "base0000"
 
 func (f *fs) Owner() dadapter.StorageOwner { return f.owner }
 func (f *fs) MetadataBaseline() string     { return "baseline-" + f.owner.AllocationID[:8] }
-func (f *fs) Base() string                 { return "base0000" }
+func (f *fs) Base() string {
+	if f.base == "" {
+		return simBase
+	}
+	return f.base
+}
 
 var _ dadapter.D = (*D)(nil)
 
 // NewD returns a D whose ops all succeed at once.
 func NewD(name func(string) string, trace func(string)) *D {
 	return &D{name: name, trace: trace, policy: map[string]Policy{}, handles: map[string]*Handle{},
-		storage: map[string]*fs{}, diffs: map[string]string{}}
+		storage: map[string]*fs{}, held: map[string]dadapter.StorageOwner{}, diffs: map[string]string{},
+		changes: map[string]dadapter.ChangeManifest{}, refs: map[string]bool{}, unfit: map[string]string{}}
 }
 
 // SetPolicy sets how later requests of op behave.
 func (d *D) SetPolicy(opName string, p Policy) error {
 	switch opName {
-	case OpStorage, OpClone, OpExport, OpRemove, OpCommit, OpRecover:
+	case OpStorage, OpClone, OpExport, OpRemove, OpCommit, OpRecover, OpRelease, OpInspect, OpTree:
 	case OpStart:
 		if p.Mode == "hold" {
 			return errors.New("start is synchronous: it can only succeed or throw")
@@ -241,6 +265,11 @@ func (d *D) request(kind, attemptID string, ctx context.Context, complete func(e
 	case "fail":
 		complete(errors.New(p.Msg))
 	default:
+		if ctx != nil && ctx.Err() != nil { // the abort came first: the helper stops at once
+			d.tracef("%s %s aborted before it ran", kind, d.name(attemptID))
+			complete(fmt.Errorf("aborted: %w", ctx.Err()))
+			return
+		}
 		complete(nil)
 	}
 }
@@ -314,8 +343,13 @@ func (d *D) RemoveStorageByHand(attemptID string) bool {
 	return true
 }
 
-func (d *D) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOwner, onGroup func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
+func (d *D) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOwner, src dadapter.Source, onGroup func(dadapter.ProcessGroup), done func(dadapter.TaskFilesystems, error)) {
 	if err := d.refused(OpStorage, owner.AttemptID); err != nil {
+		done(nil, err)
+		return
+	}
+	if err := d.checkAllocation(owner); err != nil {
+		d.tracef("storage %s refused before spawning: %v", d.name(owner.AttemptID), err)
 		done(nil, err)
 		return
 	}
@@ -324,10 +358,75 @@ func (d *D) PrepareTaskFilesystems(ctx context.Context, owner dadapter.StorageOw
 			done(nil, err) // an aborted allocation removes what it made
 			return
 		}
-		f := &fs{owner: owner}
+		f := &fs{owner: owner, base: src.Commit}
 		d.storage[owner.AttemptID] = f
+		d.held[owner.AllocationID] = owner
 		done(f, nil)
 	}))
+}
+
+// checkAllocation is the "Token in every request" check of an allocation's
+// owner: the runner token is 32 lowercase hex and the allocation ID a
+// lowercase UUID v4, and the ID names one allocation, so D refuses one that
+// present storage (this process's or a crashed one's) or an allocation
+// under way already carries.
+func (d *D) checkAllocation(owner dadapter.StorageOwner) error {
+	if !validToken(owner.RunnerOwner) {
+		return fmt.Errorf("simd: runner owner %q is not 32 lowercase hex", owner.RunnerOwner)
+	}
+	if !validUUID(owner.AllocationID) {
+		return fmt.Errorf("simd: allocation ID %q is not a lowercase UUID v4", owner.AllocationID)
+	}
+	for _, f := range d.storage {
+		if f.owner.AllocationID == owner.AllocationID {
+			return fmt.Errorf("simd: allocation ID %s is carried by the storage of %s", owner.AllocationID, d.name(f.owner.AttemptID))
+		}
+	}
+	for _, o := range d.pending {
+		if o.owner != nil && o.owner.AllocationID == owner.AllocationID {
+			return fmt.Errorf("simd: allocation ID %s is held by the allocation of %s", owner.AllocationID, d.name(o.attemptID))
+		}
+	}
+	return nil
+}
+
+// validToken reports whether s is a runner owner token: 32 lowercase hex.
+func validToken(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// validUUID reports whether s is a lowercase UUID v4.
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case i == 14:
+			if c != '4' {
+				return false
+			}
+		case i == 19:
+			if c != '8' && c != '9' && c != 'a' && c != 'b' {
+				return false
+			}
+		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f'):
+			return false
+		}
+	}
+	return true
 }
 
 func (d *D) RemoveTaskFilesystems(t dadapter.TaskFilesystems, done func(error)) {
@@ -335,6 +434,7 @@ func (d *D) RemoveTaskFilesystems(t dadapter.TaskFilesystems, done func(error)) 
 	d.request(OpRemove, id, nil, func(err error) {
 		if err == nil {
 			delete(d.storage, id)
+			delete(d.held, t.Owner().AllocationID)
 		}
 		done(err)
 	})
@@ -365,6 +465,87 @@ func (d *D) ExportTaskDiff(ctx context.Context, t dadapter.TaskFilesystems, maxB
 	})
 }
 
+// RefuseTree makes checking the attempt's task tree refuse it, saying
+// why (an operation that does not fit, a tree that is not the head's).
+func (d *D) RefuseTree(attemptID, why string) { d.unfit[attemptID] = why }
+
+// CheckTaskTree proves the tree unless the script refused it, or it can
+// tell the tree does not fit (fits): the simulated storage holds its base
+// as it was seeded, with no gitlinks.
+func (d *D) CheckTaskTree(ctx context.Context, t dadapter.TaskFilesystems, head string, ops []dadapter.FileOperation, done func(dadapter.TaskTree, error)) {
+	id := t.Owner().AttemptID
+	d.request(OpTree, id, ctx, func(err error) {
+		switch {
+		case err == nil && d.storage[id] == nil:
+			err = errors.New("task storage is gone")
+		case err == nil && d.unfit[id] != "":
+			err = fmt.Errorf("%w: %s", dadapter.ErrTaskTreeRefused, d.unfit[id])
+		case err == nil:
+			err = fits(t.Base(), head, ops)
+		}
+		if err != nil {
+			done(dadapter.TaskTree{}, err)
+			return
+		}
+		done(dadapter.TaskTree{Head: head}, nil)
+	})
+}
+
+// simTree is all the simulator knows of a simulated head's tree: the
+// seed's two files (the conformance suite's Source holds them too).
+var simTree = map[string]bool{"README.md": true, ".gitignore": true}
+
+// fits refuses what the simulator can tell does not fit, as the Docker D
+// would: a head that is not the storage's base, an operation that is none,
+// and a create of, or a rename onto, a file of simTree. Any other path is
+// taken on trust, since the simulated storage holds no tree to look in
+// (the demo's plan modifies files simTree does not list).
+func fits(base, head string, ops []dadapter.FileOperation) error {
+	if head != base {
+		return fmt.Errorf("%w: head %q is not the storage's base %q", dadapter.ErrTaskTreeRefused, head, base)
+	}
+	for i, op := range ops {
+		var why string
+		switch op.Op {
+		case "create":
+			if simTree[op.Path] {
+				why = fmt.Sprintf("%q already exists in the head", op.Path)
+			}
+		case "rename":
+			if simTree[op.To] {
+				why = fmt.Sprintf("%q already exists in the head", op.To)
+			}
+		case "modify", "delete":
+		default:
+			why = fmt.Sprintf("%q is not an operation", op.Op)
+		}
+		if why != "" {
+			return fmt.Errorf("%w: operation %d, a %s: %s", dadapter.ErrTaskTreeRefused, i+1, op.Op, why)
+		}
+	}
+	return nil
+}
+
+// SetChanges makes m what inspecting the attempt's task storage finds:
+// the script plays what the agent left. Unset, the agent left nothing
+// the audit minds (an empty manifest).
+func (d *D) SetChanges(attemptID string, m dadapter.ChangeManifest) { d.changes[attemptID] = m }
+
+// InspectTaskChanges answers the manifest the script set.
+func (d *D) InspectTaskChanges(ctx context.Context, t dadapter.TaskFilesystems, done func(dadapter.ChangeManifest, error)) {
+	id := t.Owner().AttemptID
+	d.request(OpInspect, id, ctx, func(err error) {
+		if err == nil && d.storage[id] == nil {
+			err = errors.New("task storage is gone")
+		}
+		if err != nil {
+			done(dadapter.ChangeManifest{}, err)
+			return
+		}
+		done(d.changes[id], nil)
+	})
+}
+
 func (d *D) CommitTaskChanges(ctx context.Context, t dadapter.TaskFilesystems, done func(dadapter.Bundle, error)) {
 	id := t.Owner().AttemptID
 	d.request(OpCommit, id, ctx, func(err error) {
@@ -376,11 +557,39 @@ func (d *D) CommitTaskChanges(ctx context.Context, t dadapter.TaskFilesystems, d
 			return
 		}
 		d.commitNo++
+		d.refs[id] = true
 		done(dadapter.Bundle{Commit: fmt.Sprintf("c%07d", d.commitNo)}, nil)
 	})
 }
 
-func (d *D) CreateTaskClone(ctx context.Context, parent string, onGroup func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
+// ReleaseTaskCommit records the release; it is not traced, as the
+// scenarios' traces predate it, and the simulated commits live nowhere.
+func (d *D) ReleaseTaskCommit(t dadapter.TaskFilesystems, done func(error)) {
+	id := t.Owner().AttemptID
+	d.request(OpRelease, id, nil, func(err error) {
+		if err == nil {
+			d.released = append(d.released, id)
+			delete(d.refs, id)
+		}
+		done(err)
+	})
+}
+
+// Refs lists the attempts whose commit ref is in the runner-owned
+// repository: taken by CommitTaskChanges and not released since.
+func (d *D) Refs() []string {
+	var out []string
+	for id := range d.refs {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ReleasedCommits lists the attempts whose commit refs F released, in order.
+func (d *D) ReleasedCommits() []string { return append([]string(nil), d.released...) }
+
+func (d *D) CreateTaskClone(ctx context.Context, parent string, src dadapter.Source, onGroup func(dadapter.ProcessGroup), done func(dadapter.Clone, error)) {
 	id := attemptFromDir(parent)
 	if err := d.refused(OpClone, id); err != nil {
 		done(dadapter.Clone{}, err)
@@ -391,16 +600,24 @@ func (d *D) CreateTaskClone(ctx context.Context, parent string, onGroup func(dad
 			done(dadapter.Clone{}, err)
 			return
 		}
-		done(dadapter.Clone{Dir: parent + "/clone", Head: "base0000"}, nil)
+		head := src.Commit
+		if head == "" {
+			head = simBase
+		}
+		done(dadapter.Clone{Dir: parent + "/clone", Head: head}, nil)
 	}))
 }
 
 // RecoverLeftovers acts only on resources labelled with owner: it removes
 // the agent containers of that runner's handles and lists its task storage
 // (kept whole, one handle per allocation, sorted by attempt ID) and every
-// object without a runner label, which it never removes.
+// object without a runner label, which it never removes. It refuses to run
+// while this process holds task storage of the runner.
 func (d *D) RecoverLeftovers(ctx context.Context, owner string, done func(dadapter.RecoveryReport, error)) {
 	d.request(OpRecover, "", ctx, func(err error) {
+		if err == nil {
+			err = d.holds(owner)
+		}
 		if err != nil {
 			done(dadapter.RecoveryReport{}, err)
 			return
@@ -425,17 +642,37 @@ func (d *D) RecoverLeftovers(ctx context.Context, owner string, done func(dadapt
 		}
 		sort.Strings(storage)
 		for _, id := range storage {
-			r.Storage = append(r.Storage, d.storage[id])
+			f := d.storage[id]
+			r.Storage = append(r.Storage, f)
+			d.held[f.owner.AllocationID] = f.owner // a recovery handle is held until removed
 		}
 		r.Unowned = append(r.Unowned, d.legacy...)
 		done(r, nil)
 	})
 }
 
+// holds refuses recovery of owner while this process holds task storage of
+// that runner: the storage it lists would be this process's own.
+func (d *D) holds(owner string) error {
+	var ids []string
+	for _, o := range d.held {
+		if o.RunnerOwner == owner {
+			ids = append(ids, o.AttemptID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	sort.Strings(ids)
+	d.tracef("recovery refused: this process holds the storage of %s", d.name(ids[0]))
+	return fmt.Errorf("simd: recovery refused: this process holds task storage of the runner (%s)", d.name(ids[0]))
+}
+
 // AddLegacy plants an object from an older build: codeboost labels, no
 // runner label.
-func (d *D) AddLegacy(kind, name string) {
-	d.legacy = append(d.legacy, dadapter.Unowned{Kind: kind, Name: name, Reason: "no-runner-label"})
+func (d *D) AddLegacy(kind dadapter.ResourceKind, name string) {
+	d.legacy = append(d.legacy, dadapter.Unowned{Kind: kind, Name: name, Reason: dadapter.NoRunnerLabel,
+		Remove: dadapter.RemoveCommand(kind, name)})
 }
 
 // RemoveLegacy is the user running the printed docker command.
@@ -450,9 +687,12 @@ func (d *D) RemoveLegacy(name string) bool {
 }
 
 // AddStorage plants task storage with the given labels, as a crashed
-// allocation or another database's runner would leave it.
-func (d *D) AddStorage(owner dadapter.StorageOwner) {
-	d.storage[owner.AttemptID] = &fs{owner: owner}
+// allocation or another database's runner would leave it, and returns the
+// handle that runner's process holds.
+func (d *D) AddStorage(owner dadapter.StorageOwner) dadapter.TaskFilesystems {
+	f := &fs{owner: owner}
+	d.storage[owner.AttemptID] = f
+	return f
 }
 
 // ProcessDied is the runner process being killed: callbacks into it are
@@ -461,6 +701,7 @@ func (d *D) AddStorage(owner dadapter.StorageOwner) {
 // the process group of a held preparation op stays alive (its helper
 // outlives the runner) until recovery's step 2b stops it.
 func (d *D) ProcessDied() {
+	clear(d.held) // the process-local ownership map dies with it
 	for _, h := range d.handles {
 		h.onSettled = nil
 		h.orphaned = true
@@ -483,7 +724,11 @@ func attemptFromDir(dir string) string {
 	return dir
 }
 
-// Start is synchronous: a handle, or an error with nothing left running.
+// Start returns a handle at once, or an error when it allocated nothing:
+// the "fail" policy (a script's invalid input), no storage, storage of
+// another runner, a deadline already passed, or an attempt ID another
+// unsettled handle still owns. Setup is the script's: a setup
+// failure is a handle the script settles with a stop reason.
 func (d *D) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
 	if p := d.policy[OpStart]; p.Mode == "fail" {
 		d.tracef("start %s throws: %s", d.name(in.AttemptID), p.Msg)
@@ -493,6 +738,28 @@ func (d *D) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
 	if in.Storage == nil {
 		closeOutput(in.Output)
 		return nil, errors.New("simd: an invocation needs task storage")
+	}
+	// Storage comes from an allocation, which checked its runner's token,
+	// so this also refuses a runner owner that is not one.
+	if o := in.Storage.Owner(); o.RunnerOwner != in.RunnerOwner {
+		closeOutput(in.Output)
+		return nil, fmt.Errorf("simd: the task storage of %s belongs to another runner", d.name(o.AttemptID))
+	}
+	// A zero deadline is none: the demo and the scenarios' foreign agent
+	// start without one.
+	if !in.Deadline.IsZero() && d.Now != nil && !d.Now().Before(in.Deadline) {
+		closeOutput(in.Output)
+		return nil, fmt.Errorf("simd: the deadline of %s has passed", d.name(in.AttemptID))
+	}
+	if h := d.handles[in.AttemptID]; h != nil && h.settled == nil && !h.orphaned {
+		closeOutput(in.Output)
+		return nil, fmt.Errorf("simd: attempt %s already has a running invocation", d.name(in.AttemptID))
+	}
+	// A zero tree is no check; one checked for another head than the
+	// clone's would mount another tree's gitlinks.
+	if in.Tree.Head != "" && in.Tree.Head != in.Clone.Head {
+		closeOutput(in.Output)
+		return nil, fmt.Errorf("simd: the task tree of %s was checked for head %q, not the clone's %q", d.name(in.AttemptID), in.Tree.Head, in.Clone.Head)
 	}
 	h := &Handle{d: d, attemptID: in.AttemptID, input: in}
 	d.handles[in.AttemptID] = h

@@ -20,8 +20,9 @@ func (r *recorder) Close() error                { r.closes++; return nil }
 
 func started(t *testing.T, d *D, sink dadapter.OutputSink) *Handle {
 	t.Helper()
-	d.AddStorage(dadapter.StorageOwner{RunnerOwner: "o", AttemptID: "A", AllocationID: "alloc-0001"})
-	h, err := d.Start(dadapter.InvocationInput{AttemptID: "A", Storage: d.storage["A"], Output: sink})
+	const owner = "0123456789abcdef0123456789abcdef"
+	d.AddStorage(dadapter.StorageOwner{RunnerOwner: owner, AttemptID: "A", AllocationID: "alloc-0001"})
+	h, err := d.Start(dadapter.InvocationInput{RunnerOwner: owner, AttemptID: "A", Storage: d.storage["A"], Output: sink})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -307,3 +307,47 @@ func sortedKeys(m map[string][]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestDockerClientStaysInTheAdapter enforces design.md's "Dependencies,
+// chosen": the moby client is pinned and used only inside dadapter/docker
+// (the adapter, its image builder and its test support); the conformance
+// suite (dadapter/dtest) and the Docker test support (dockertest) are
+// imported by tests only.
+func TestDockerClientStaysInTheAdapter(t *testing.T) {
+	pkgs := list(t)
+	for _, from := range ours(pkgs, "") {
+		inAdapter := from == mod+"/dadapter/docker" || strings.HasPrefix(from, mod+"/dadapter/docker/")
+		for _, imp := range pkgs[from].Imports {
+			if strings.HasPrefix(imp, "github.com/moby/moby/") && !inAdapter {
+				t.Errorf("%s imports %s; only dadapter/docker may", from, imp)
+			}
+			if (imp == mod+"/dadapter/dtest" || imp == mod+"/dadapter/docker/dockertest") && !strings.HasSuffix(from, "_test") {
+				t.Errorf("%s imports %s; only tests may", from, imp)
+			}
+		}
+	}
+}
+
+// TestOnlyTheBinaryLinksDocker: the Docker client reaches the binary
+// through cmd/codeboost's main (app.OpenEngine) and nothing else of the
+// module links it. The simulation's packages (app, cli, web, the runner)
+// stay free of it, so the scenarios' test binary, which the bite test links
+// once per mutant, does not carry the client and its dependencies.
+func TestOnlyTheBinaryLinksDocker(t *testing.T) {
+	pkgs := list(t)
+	for _, from := range ours(pkgs, "") {
+		if from == mod+"/cmd/codeboost" || from == mod+"/dadapter/docker" || strings.HasPrefix(from, mod+"/dadapter/docker/") {
+			continue
+		}
+		for _, dep := range pkgs[from].Deps {
+			if strings.HasPrefix(dep, "github.com/moby/moby/") {
+				chains := reach(pkgs, from)
+				t.Errorf("%s links %s: %s", from, dep, strings.Join(chains[dep], " → "))
+				break
+			}
+		}
+	}
+	if !slices.Contains(pkgs[mod+"/cmd/codeboost"].Deps, mod+"/dadapter/docker") {
+		t.Errorf("cmd/codeboost does not link dadapter/docker: serve could not run an agent")
+	}
+}

@@ -647,9 +647,13 @@ function renderReview() {
       return el('li', { dataset: { item: String(it.item) } },
         el('div', { className: 'item-line' },
           el('span', { className: 'item-title' }, it.title),
+          it.staleApproval
+            ? el('span', { className: 'badge s-stale small', title: 'The run would not accept this approval: a choice was saved after it, or the code it was given for changed.' }, 'Stale')
+            : null,
           it.approved
             ? el('span', { className: 'badge s-completed small' }, 'Approved')
-            : el('button', { type: 'button', dataset: { action: 'approve', item: String(it.item), key: 'approve:' + it.item }, onclick: () => approve(it.item) }, 'Approve')),
+            : el('button', { type: 'button', dataset: { action: 'approve', item: String(it.item), key: 'approve:' + it.item }, onclick: () => approve(it.item) },
+              it.staleApproval ? 'Approve again' : 'Approve')),
         notes.length ? el('ul', { className: 'notes' }, notes.map((n) => el('li', {}, n.text))) : null);
     }));
   });
@@ -730,6 +734,10 @@ function renderAttemptDetail(st) {
   const ticking = a.elapsedMs === null && a.startedAt && (a.state === 'running' || a.state === 'pending');
   dl.replaceChildren(...facts.map(([k, v]) => el('div', {}, el('dt', {}, k),
     el('dd', k === 'Elapsed' && ticking ? { dataset: { started: a.startedAt } } : {}, v))));
+  // The audit's finding is why the task waits for a person: said whole.
+  if (a.safetyFinding) {
+    dl.append(el('div', { className: 'wide' }, el('dt', {}, 'Safety finding'), el('dd', { className: 'finding' }, a.safetyFinding)));
+  }
   // The label carries the diagnostic; one of several lines is shown whole.
   if (a.diagnostic.includes('\n')) {
     dl.append(el('div', { className: 'wide' }, el('dt', {}, 'Diagnostic'), el('dd', { className: 'diagnostic' }, a.diagnostic)));

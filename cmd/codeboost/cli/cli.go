@@ -31,6 +31,9 @@ import (
 // Options are what a caller of Run passes besides the arguments.
 type Options struct {
 	Stdout, Stderr io.Writer // nil: os.Stdout, os.Stderr
+	// Engine opens the container engine a configured agent runs on (the
+	// binary's main passes Docker's); nil refuses an agent configuration.
+	Engine app.OpenEngine
 }
 
 // The exit codes.
@@ -76,7 +79,7 @@ func Run(args []string, opt Options) int {
 	}
 	switch args[0] {
 	case "serve":
-		return serve(args[1:], stdout, stderr)
+		return serve(args[1:], stdout, stderr, opt.Engine)
 	case "help", "-h", "-help", "--help":
 		return help(args[1:], stdout, stderr)
 	}
@@ -137,7 +140,7 @@ func printServeUsage(w io.Writer, fl *flag.FlagSet) {
 }
 
 // serve is `codeboost serve`: it checks the flags and runs the app.
-func serve(args []string, stdout, stderr io.Writer) int {
+func serve(args []string, stdout, stderr io.Writer, engine app.OpenEngine) int {
 	fl, a := serveFlags(stderr)
 	if err := fl.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -202,7 +205,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	ap, err := app.New(app.Options{
 		DB: cfg.Store, Root: cfg.Runner.Root, Ready: a.ready, Check: a.check, ReleasePreparation: a.release,
 		Listen: cfg.Listen, Tasks: cfg.Tasks, Runner: cfg.Runner, Demo: a.demo,
-		Log: log, Stderr: stderr,
+		Log: log, Stderr: stderr, Engine: engine,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)

@@ -1,0 +1,252 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// proxy stands between an adapter and the real engine, on a unix socket of
+// its own, so that a test can make the engine hang or vanish for that
+// adapter alone while the test's own client still reaches it. It works on
+// connections, not requests: its clients never keep a connection alive
+// (newClient), so each request arrives on a connection of its own and is
+// seen, stalled or dropped on its own.
+type proxy struct {
+	t      *testing.T
+	engine string // the real engine's socket
+	ln     net.Listener
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	stall    func(request string) bool // nil: forward everything
+	dropped  bool
+	conns    map[net.Conn]struct{} // every connection open now, both sides
+	requests []request             // every request seen, in order
+}
+
+// request is one request the proxy saw.
+type request struct {
+	line string // "DELETE /v1.41/containers/… HTTP/1.1"
+	at   time.Time
+	held bool // stalled, never forwarded
+}
+
+// newProxy listens in a fresh directory and forwards to the engine cli
+// talks to, which must be on a unix socket. It stops when the test ends.
+func newProxy(t *testing.T, cli *client.Client) *proxy {
+	t.Helper()
+	u, err := url.Parse(cli.DaemonHost())
+	if err != nil || u.Scheme != "unix" {
+		t.Skipf("the proxy needs an engine on a unix socket, not %s", cli.DaemonHost())
+	}
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "e.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{t: t, engine: u.Path, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(p.close)
+	return p
+}
+
+// newClient is an engine client that goes through the proxy.
+func (p *proxy) newClient(t *testing.T) *client.Client {
+	t.Helper()
+	cli, err := client.New(
+		client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}),
+		client.WithHost("unix://"+p.ln.Addr().String()),
+		client.WithScheme("http"), // a transport of our own would otherwise be taken for TLS
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	// Negotiate now, as production's Open does: a negotiation left for
+	// the first request would hang with it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		t.Fatalf("ping through the proxy: %v", err)
+	}
+	return cli
+}
+
+// Stall makes the engine hang for requests whose request line ("DELETE
+// /v1.41/containers/…") match reports true: they are read and held open,
+// never forwarded, until the client gives up. A nil match stalls them all.
+// Connections already forwarded go on.
+func (p *proxy) Stall(match func(request string) bool) {
+	if match == nil {
+		match = func(string) bool { return true }
+	}
+	p.mu.Lock()
+	p.stall = match
+	p.mu.Unlock()
+}
+
+// Resume forwards new requests again.
+func (p *proxy) Resume() {
+	p.mu.Lock()
+	p.stall = nil
+	p.mu.Unlock()
+}
+
+// Drop makes the engine unreachable: every connection open now is closed,
+// the streams already forwarded included, and every new one is closed as
+// soon as it is accepted.
+func (p *proxy) Drop() {
+	p.mu.Lock()
+	p.dropped = true
+	for c := range p.conns {
+		c.Close()
+	}
+	p.mu.Unlock()
+}
+
+// Held lists the requests stalled so far.
+func (p *proxy) Held() []request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var held []request
+	for _, r := range p.requests {
+		if r.held {
+			held = append(held, r)
+		}
+	}
+	return held
+}
+
+// awaitSetup waits until the adapter's setup has registered its wait for
+// the agent's exit (the last call of setup) and the engine has had a
+// moment to acknowledge it: from then on the agent's output stream and its
+// wait are connections the proxy already forwards.
+func (p *proxy) awaitSetup(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !p.saw("/wait?") {
+		if time.Now().After(deadline) {
+			t.Fatal("the adapter did not wait for its agent within a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+}
+
+func (p *proxy) saw(path string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.requests {
+		if !r.held && strings.Contains(r.line, path) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.handle(c)
+		}()
+	}
+}
+
+// track records c as open; it reports false, having closed c, when the
+// proxy drops everything.
+func (p *proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.dropped {
+		c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	return true
+}
+
+func (p *proxy) untrack(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+func (p *proxy) handle(c net.Conn) {
+	if !p.track(c) {
+		return
+	}
+	defer p.untrack(c)
+	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return
+	}
+	if p.stalled(strings.TrimSpace(line)) {
+		io.Copy(io.Discard, r) // until the client gives up, or Drop
+		return
+	}
+	e, err := net.Dial("unix", p.engine)
+	if err != nil {
+		return
+	}
+	if !p.track(e) {
+		return
+	}
+	defer p.untrack(e)
+	done := make(chan struct{}, 2)
+	go func() {
+		io.Copy(e, io.MultiReader(strings.NewReader(line), r))
+		done <- struct{}{}
+	}()
+	go func() {
+		io.Copy(c, e)
+		done <- struct{}{}
+	}()
+	<-done // either side ending ends the connection
+}
+
+// stalled records the request and reports whether it is to be held.
+func (p *proxy) stalled(line string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	held := p.stall != nil && p.stall(line)
+	p.requests = append(p.requests, request{line: line, at: time.Now(), held: held})
+	return held
+}
+
+func (p *proxy) close() {
+	p.ln.Close()
+	p.Drop()
+	waited := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		p.t.Error("the proxy's connections did not end")
+	}
+}
+
+// isDelete matches requests that remove an object.
+func isDelete(request string) bool { return strings.HasPrefix(request, "DELETE ") }

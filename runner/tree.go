@@ -1,0 +1,86 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/plan"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
+)
+
+// This file is checkTaskTree (#81), publication step 2's last step before
+// launch: "Last before launch, F calls D's checkTaskTree with the clone's
+// head and the item's file operations (#81) and passes the result to the
+// start call, which mounts every gitlink empty and read-only. A
+// TaskTreeRefused (the tree is not a clean copy of the head, or an
+// operation does not fit it) is a safety finding that sends the task to
+// needs human; any other check failure fails the attempt."
+
+// checkTree asks D to prove the task tree, then launches. It is a step
+// of preparation: a stop aborts it and waits for its answer, as for the
+// clone.
+func (c *Coordinator) checkTree(j *job) {
+	ops, err := c.itemOperations(j)
+	if err != nil {
+		c.preparationFailed(j, "task tree check: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	j.prepCancel, j.prepBusy = cancel, true
+	c.traceAttempt(j.attemptID, "tree check %s", j.attemptID)
+	c.deps.D.CheckTaskTree(ctx, j.storage, j.clone.Head, ops, func(t dadapter.TaskTree, err error) {
+		c.post(func() {
+			cancel()
+			c.treeChecked(j, t, err)
+		})
+	})
+}
+
+func (c *Coordinator) treeChecked(j *job, t dadapter.TaskTree, err error) {
+	j.prepBusy = false
+	if c.preparationStopped(j) {
+		return
+	}
+	switch {
+	case errors.Is(err, dadapter.ErrTaskTreeRefused):
+		j.finding = "the task tree was refused before launch: " + err.Error()
+		c.traceAttempt(j.attemptID, "safety finding %s: %s", j.attemptID, j.finding)
+		c.endWithoutHandle(j, words.Failed, "task tree refused: "+err.Error())
+	case err != nil:
+		c.endWithoutHandle(j, words.Failed, "task tree check: "+err.Error())
+	default:
+		c.traceAttempt(j.attemptID, "tree ready %s", j.attemptID)
+		j.tree = t
+		c.launch(j)
+	}
+}
+
+// itemOperations are the file operations the attempt's plan item
+// declares, from the item's spec at the attempt's plan revision: none
+// for an attempt without an item, or an item known by its title alone.
+func (c *Coordinator) itemOperations(j *job) ([]dadapter.FileOperation, error) {
+	a, err := c.deps.Store.Attempt(j.attemptID)
+	if err != nil {
+		return nil, err
+	}
+	var it store.PlanItem
+	var ok bool
+	if err := c.deps.Store.View(func(tx *store.Tx) (err error) {
+		it, ok, err = tx.ItemOf(a)
+		return err
+	}); err != nil || !ok || len(it.Spec) == 0 {
+		return nil, err
+	}
+	spec, err := plan.ParseSpec(it.Spec)
+	if err != nil {
+		return nil, fmt.Errorf("plan item %d's spec: %w", it.Item, err)
+	}
+	ops := make([]dadapter.FileOperation, len(spec.Files))
+	for i, f := range spec.Files {
+		ops[i] = dadapter.FileOperation{Op: f.Op, Path: f.Path, To: f.To}
+	}
+	return ops, nil
+}
