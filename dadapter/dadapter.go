@@ -289,11 +289,24 @@ type ChangeManifest struct {
 // MaxManifestPaths bounds each of a manifest's lists.
 const MaxManifestPaths = 10000
 
+// MaxTreeLeaves bounds a Bundle's Leaves: a scope checkpoint keeps them in
+// one Store row, which must stay bounded however large the repository is
+// (#88). A tree with more leaves is reported cut, never listed in part.
+const MaxTreeLeaves = 100000
+
 // Bundle is a completed writable attempt's commit, taken out of task storage
 // before it is removed.
 type Bundle struct {
 	Commit string
 	Data   []byte
+	// Leaves are the paths of every leaf entry (file, link, gitlink) of
+	// Commit's tree, sorted, slash-separated, relative to the root: what a
+	// scope checkpoint keeps so that the Store can validate a plan against
+	// the commit's tree without Git (#88). Nil when the listing was longer
+	// than MaxTreeLeaves, or than D reads (64 MiB of paths for the Docker
+	// D); LeavesCut is then true.
+	Leaves    []string
+	LeavesCut bool
 }
 
 // ProcessGroup identifies one preparation subprocess group, reported in the

@@ -173,14 +173,14 @@ func (x agentD) InspectTaskChanges(ctx context.Context, fs dadapter.TaskFilesyst
 // hash of that diff.
 func (x agentD) CommitTaskChanges(ctx context.Context, fs dadapter.TaskFilesystems, done func(dadapter.Bundle, error)) {
 	id := fs.Owner().AttemptID
-	x.a.sim.CommitTaskChanges(ctx, fs, func(_ dadapter.Bundle, err error) {
+	x.a.sim.CommitTaskChanges(ctx, fs, func(b dadapter.Bundle, err error) {
 		if err != nil {
 			done(dadapter.Bundle{}, err)
 			return
 		}
 		diff := x.a.diff(id)
 		sum := sha1.Sum([]byte(fmt.Sprintf("%d\x00%s\x00%s", x.a.opt.Seed, id, diff)))
-		done(dadapter.Bundle{Commit: hex.EncodeToString(sum[:]), Data: []byte(diff)}, nil)
+		done(dadapter.Bundle{Commit: hex.EncodeToString(sum[:]), Data: []byte(diff), Leaves: b.Leaves, LeavesCut: b.LeavesCut}, nil)
 	})
 }
 

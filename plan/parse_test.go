@@ -357,6 +357,21 @@ func TestParseSpecRefuses(t *testing.T) {
 	}
 }
 
+func TestDeclaresScope(t *testing.T) {
+	for _, c := range []struct {
+		it   plan.Item
+		want bool
+	}{
+		{plan.Item{Title: "t", Instructions: "do it"}, false},
+		{plan.Item{Title: "t", Scope: []string{"web/"}}, true},
+		{plan.Item{Title: "t", Files: []plan.FileOp{{Op: plan.OpModify, Path: "a.go"}}}, true},
+	} {
+		if got := c.it.DeclaresScope(); got != c.want {
+			t.Errorf("%+v.DeclaresScope() = %v, want %v", c.it, got, c.want)
+		}
+	}
+}
+
 func TestInScope(t *testing.T) {
 	it := plan.Item{Title: "t", Scope: []string{"web/", "cmd/main.go"},
 		Files: []plan.FileOp{{Op: plan.OpRename, Path: "old/a.go", To: "new/a.go"}, {Op: plan.OpDelete, Path: "gone.txt"}}}

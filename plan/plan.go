@@ -117,6 +117,14 @@ func (d Document) InScope(p string) bool {
 	return false
 }
 
+// DeclaresScope reports whether the item declares any scope at all (a
+// scope path or a file operation): an item that declares none leaves its
+// scope undeclared, and the runner judges none of its changes out of it.
+// A plan item without declarations is a plain instruction, and pausing
+// every one of its runs for amendment would make the check a tax on plans
+// that never asked for it.
+func (it Item) DeclaresScope() bool { return len(it.Scope) > 0 || len(it.Files) > 0 }
+
 // InScope reports whether p, a clean slash-separated path relative to the
 // repository root, lies inside the item's scope: p equals one of its exact
 // scope paths or one of its file operations' paths (a rename's both), or

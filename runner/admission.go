@@ -42,7 +42,11 @@ type job struct {
 	startNotSaved bool            // pending → running failed for a storage error
 	settled       *dadapter.Settlement
 	finding       string // safety finding from the audit
-	ending        bool   // endWithoutHandle has begun: the attempt ends once
+	// scope is publication's scope finding (runner/scope.go): the
+	// changed paths the item does not declare, and the leaf entries of
+	// the commit that holds them. Empty Paths: nothing out of scope.
+	scope  store.ScopeFinding
+	ending bool // endWithoutHandle has begun: the attempt ends once
 }
 
 // AdmitRequest asks for one new attempt.

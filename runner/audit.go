@@ -99,10 +99,10 @@ func (c *Coordinator) auditsFailedRun(j *job, s dadapter.Settlement) bool {
 }
 
 // inspect asks D for the change manifest of j's task storage and hands
-// the audit's finding ("" for none) to then, on the loop. The inspection
+// the audit's finding ("" for none) and the manifest to then, on the loop. The inspection
 // only reads the storage, and publication's guards all run after it, so
 // a stop that arrives meanwhile is seen by the terminal write.
-func (c *Coordinator) inspect(j *job, then func(finding string)) {
+func (c *Coordinator) inspect(j *job, then func(finding string, m dadapter.ChangeManifest)) {
 	c.traceAttempt(j.attemptID, "inspection %s", j.attemptID)
 	c.deps.D.InspectTaskChanges(context.Background(), j.storage, func(m dadapter.ChangeManifest, err error) {
 		c.post(func() {
@@ -110,7 +110,7 @@ func (c *Coordinator) inspect(j *job, then func(finding string)) {
 			if f != "" {
 				c.traceAttempt(j.attemptID, "safety finding %s: %s", j.attemptID, f)
 			}
-			then(f)
+			then(f, m)
 		})
 	})
 }

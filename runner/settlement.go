@@ -32,7 +32,7 @@ func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 	case o.publish:
 		c.publishResult(j)
 	case c.auditsFailedRun(j, s):
-		c.inspect(j, func(finding string) {
+		c.inspect(j, func(finding string, _ dadapter.ChangeManifest) {
 			j.finding = finding
 			c.finishAfterSettle(j, o)
 		})
@@ -89,12 +89,18 @@ func (c *Coordinator) publishResult(j *job) {
 		c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the commit could not be taken: task storage is gone"})
 		return
 	}
-	c.inspect(j, func(finding string) {
+	c.inspect(j, func(finding string, m dadapter.ChangeManifest) {
 		if finding != "" {
 			j.finding = finding
 			c.publishNow(j, "")
 			return
 		}
+		paths, err := c.outOfScope(j, m)
+		if err != nil {
+			c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the scope audit could not read the plan item: " + err.Error()})
+			return
+		}
+		j.scope.Paths = paths
 		c.takeCommit(j)
 	})
 }
@@ -113,6 +119,7 @@ func (c *Coordinator) takeCommit(j *job) {
 				c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the commit could not be taken: " + err.Error()})
 			} else {
 				c.traceAttempt(j.attemptID, "commit extracted %s %s", j.attemptID, b.Commit)
+				j.scope.Leaves, j.scope.LeavesCut = b.Leaves, b.LeavesCut
 				c.publishNow(j, b.Commit)
 			}
 		})
@@ -137,6 +144,9 @@ func (c *Coordinator) publishNow(j *job, commit string) {
 	var state words.State
 	err := c.withFinding(j, func(tx *store.Tx) (err error) {
 		state, err = tx.Publish(j.attemptID, j.settled.Output, commit, j.settled.ExitCode)
+		if err == nil && state == words.Completed && commit != "" && len(j.scope.Paths) > 0 {
+			err = c.pauseForScope(tx, j)
+		}
 		return err
 	})
 	switch {

@@ -50,6 +50,10 @@ type Status struct {
 	// requested (saved or not) and no unresolved marker, so a cancel would
 	// stop it.
 	Cancellable bool
+	// Progress is the plan run's progress and newest scope checkpoint,
+	// read from rows (store.Progress): GET /api/runner shows it without
+	// rebuilding Git history.
+	Progress store.Progress
 }
 
 // Status reads a task. It never waits behind a long event and never
@@ -59,7 +63,7 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 	snap := c.snap.Load()
 	var st Status
 	rows, err := c.statusRows(planKey)
-	st.Task, st.Attempts, st.ReviewVersion = rows.task, rows.attempts, rows.reviewVersion
+	st.Task, st.Attempts, st.ReviewVersion, st.Progress = rows.task, rows.attempts, rows.reviewVersion, rows.progress
 	startErr, resumeErr := rows.startErr, rows.resumeErr
 	if err != nil {
 		return st, err
@@ -159,6 +163,7 @@ type statusRows struct {
 	resumeErr     error
 	present       store.Context
 	presentErr    error
+	progress      store.Progress
 }
 
 // changeTokens is the optional side of Store that says when the database
@@ -201,7 +206,8 @@ func (c *Coordinator) statusRows(planKey string) (statusRows, error) {
 		}
 		rows.reviewVersion = plan.ReviewVersion
 		rows.present, rows.presentErr = tx.PresentContext(planKey)
-		return nil
+		rows.progress, err = tx.Progress(planKey)
+		return err
 	})
 	if err != nil {
 		return rows, err

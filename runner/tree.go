@@ -59,28 +59,38 @@ func (c *Coordinator) treeChecked(j *job, t dadapter.TaskTree, err error) {
 }
 
 // itemOperations are the file operations the attempt's plan item
-// declares, from the item's spec at the attempt's plan revision: none
-// for an attempt without an item, or an item known by its title alone.
+// declares: none for an attempt without an item, or an item known by its
+// title alone.
 func (c *Coordinator) itemOperations(j *job) ([]dadapter.FileOperation, error) {
-	a, err := c.deps.Store.Attempt(j.attemptID)
-	if err != nil {
+	spec, ok, err := c.itemSpec(j)
+	if err != nil || !ok {
 		return nil, err
-	}
-	var it store.PlanItem
-	var ok bool
-	if err := c.deps.Store.View(func(tx *store.Tx) (err error) {
-		it, ok, err = tx.ItemOf(a)
-		return err
-	}); err != nil || !ok || len(it.Spec) == 0 {
-		return nil, err
-	}
-	spec, err := plan.ParseSpec(it.Spec)
-	if err != nil {
-		return nil, fmt.Errorf("plan item %d's spec: %w", it.Item, err)
 	}
 	ops := make([]dadapter.FileOperation, len(spec.Files))
 	for i, f := range spec.Files {
 		ops[i] = dadapter.FileOperation{Op: f.Op, Path: f.Path, To: f.To}
 	}
 	return ops, nil
+}
+
+// itemSpec is the attempt's plan item as the plan document declared it,
+// at the attempt's plan revision; ok is false for an attempt without an
+// item, or an item known by its title alone.
+func (c *Coordinator) itemSpec(j *job) (spec plan.Item, ok bool, err error) {
+	a, err := c.deps.Store.Attempt(j.attemptID)
+	if err != nil {
+		return spec, false, err
+	}
+	var it store.PlanItem
+	if err := c.deps.Store.View(func(tx *store.Tx) (err error) {
+		it, ok, err = tx.ItemOf(a)
+		return err
+	}); err != nil || !ok || len(it.Spec) == 0 {
+		return spec, false, err
+	}
+	spec, err = plan.ParseSpec(it.Spec)
+	if err != nil {
+		return spec, false, fmt.Errorf("plan item %d's spec: %w", it.Item, err)
+	}
+	return spec, true, nil
 }

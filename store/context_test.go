@@ -79,6 +79,10 @@ var contextEffects = map[string]contextEffect{
 	"Tx.NextPlanItem":             doesNotChangeContext,
 	"Tx.Approve":                  doesNotChangeContext,
 	"Tx.ApproveReviewed":          doesNotChangeContext,
+	"Tx.PauseForAmendment":        doesNotChangeContext, // a status and a checkpoint; its commit went through Publish
+	"Tx.ApproveContinuation":      doesNotChangeContext,
+	"Tx.LatestCheckpoint":         doesNotChangeContext,
+	"Tx.Progress":                 doesNotChangeContext,
 	"Store.AdmissionRefused":      doesNotChangeContext,
 	"Tx.PreparationGroups":        doesNotChangeContext,
 	"Tx.RequeueCandidates":        doesNotChangeContext,

@@ -38,6 +38,7 @@ const (
 	CodeStaleReview       = "stale-review-version"
 	CodeRunFinishing      = "run-finishing"
 	CodeHeadMoved         = "head-moved"
+	CodeUnreconciled      = "unreconciled-commits"
 )
 
 func refuse(code, format string, args ...any) *Refusal {

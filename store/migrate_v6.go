@@ -2,7 +2,7 @@ package store
 
 import "fmt"
 
-// migrateV6 moves a v6 database to v8 in one transaction: plan_items gains
+// migrateV6 moves a v6 database to v9 in one transaction: plan_items gains
 // its spec column (each item's canonical JSON, plan.Item.Spec). The rows
 // v6 wrote keep a NULL spec: PlanItems reads them with a nil Spec, items
 // known by their titles alone. Then, as every open of a current database
@@ -13,9 +13,13 @@ func (s *Store) migrateV6() error {
 	return s.migrateFrom(6, `ALTER TABLE plan_items ADD COLUMN spec TEXT`, addOwedFinding)
 }
 
-// migrateV7 moves a v7 database to v8: tasks gains the owed safety
+// migrateV7 moves a v7 database to v9: tasks gains the owed safety
 // finding's columns, NULL on every row (nothing is owed).
 func (s *Store) migrateV7() error { return s.migrateFrom(7, addOwedFinding) }
+
+// migrateV8 moves a v8 database to v9: the scope checkpoint tables are
+// new, and migrateFrom adds them from the schema.
+func (s *Store) migrateV8() error { return s.migrateFrom(8) }
 
 // addOwedFinding is v8's change: the evidence and the explicit owed marker
 // of a safety finding owed at a human gate.

@@ -131,8 +131,8 @@ func TestMigrateV6KeepsRows(t *testing.T) {
 	}
 	e.s = s
 	t.Cleanup(func() { s.Close() })
-	if v := e.rawInt(`PRAGMA user_version`); v != 8 {
-		t.Fatalf("user_version = %d, want 8", v)
+	if v := e.rawInt(`PRAGMA user_version`); v != 9 {
+		t.Fatalf("user_version = %d, want 9", v)
 	}
 	if after := v6Rows(e); !reflect.DeepEqual(before, after) {
 		t.Fatalf("the migration changed v6 rows:\nbefore %q\nafter  %q", before, after)
@@ -171,7 +171,7 @@ func TestMigrateV6KeepsRows(t *testing.T) {
 }
 
 // TestMigrateV7AddsTheOwedFinding: a v7 file (tasks without the owed
-// finding's columns) opens as v8 with its rows kept and nothing owed;
+// finding's columns) opens as v9 with its rows kept and nothing owed;
 // the columns then hold what OweFinding writes.
 func TestMigrateV7AddsTheOwedFinding(t *testing.T) {
 	e := newEnv(t)
@@ -184,11 +184,36 @@ func TestMigrateV7AddsTheOwedFinding(t *testing.T) {
 	}
 	e.s = s
 	t.Cleanup(func() { s.Close() })
-	if v := e.rawInt(`PRAGMA user_version`); v != 8 {
-		t.Fatalf("user_version = %d, want 8", v)
+	if v := e.rawInt(`PRAGMA user_version`); v != 9 {
+		t.Fatalf("user_version = %d, want 9", v)
 	}
 	task, err := s.Task(key)
 	if err != nil || task.OwedFinding != "" || task.OwedAttempt != "" {
 		t.Fatalf("the migrated task: %+v, %v; want it kept, nothing owed", task, err)
+	}
+}
+
+// TestMigrateV8AddsScopeCheckpoints: a v8 file (without the scope
+// checkpoint tables) opens as v9 with its rows kept, no checkpoint, and
+// the tables ready for one.
+func TestMigrateV8AddsScopeCheckpoints(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask(words.StatusQueued)
+	e.s.Close()
+	e.rawExec(`DROP TABLE continuation_approvals; DROP TABLE checkpoints; PRAGMA user_version = 8`)
+	s, err := store.Open(e.path, store.Options{Now: e.clock.Now, IDs: ids.NewSeeded(1), Failpoints: e.fp})
+	if err != nil {
+		t.Fatalf("Open(v8): %v", err)
+	}
+	e.s = s
+	t.Cleanup(func() { s.Close() })
+	if v := e.rawInt(`PRAGMA user_version`); v != 9 {
+		t.Fatalf("user_version = %d, want 9", v)
+	}
+	if n := e.rawInt(`SELECT COUNT(*) FROM checkpoints`) + e.rawInt(`SELECT COUNT(*) FROM continuation_approvals`); n != 0 {
+		t.Fatalf("%d checkpoint rows after the migration, want none", n)
+	}
+	if _, err := s.Task(key); err != nil {
+		t.Fatalf("the migrated task: %v", err)
 	}
 }

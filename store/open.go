@@ -106,6 +106,8 @@ func (s *Store) migrate() error {
 		return s.migrateV6() // plan items without specs
 	case v == 7:
 		return s.migrateV7() // tasks without an owed finding
+	case v == 8:
+		return s.migrateV8() // no scope checkpoints
 	default:
 		return fmt.Errorf("store: database schema version %d is not supported by this build (wants %d)", v, schemaVersion)
 	}

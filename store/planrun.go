@@ -11,8 +11,11 @@ import (
 // the transaction that admits the item, so a refusal rolls back the action's
 // own writes (start's move from in review to queued among them).
 //
-// Not here yet: scope checkpoints and owed scope work. The owed safety
-// finding is OweFinding (transitions.go), acted on by the runner.
+// Scope checkpoints and their approved continuations are continuation.go;
+// planProgress folds an approved continuation's prefix in. Not here yet:
+// owed scope work (a scope pause held in memory when its save failed). The
+// owed safety finding is OweFinding (transitions.go), acted on by the
+// runner.
 
 // Approve records a person's approval of one item of the current plan
 // revision at the current snapshot. It takes the next review version, so an
@@ -55,7 +58,10 @@ type planProgress struct {
 	// completedIDs are the completed execute attempts at the current
 	// revision: the completed prefix, whose commits move the head.
 	completedIDs map[string]bool
-	executed     bool // any execute attempt at the current revision
+	executed     bool // any execute attempt at the current revision, or an approved continuation
+	// continued is the checkpoint whose approved continuation admits at
+	// the present revision and snapshot: its prefix counts as completed.
+	continued *Checkpoint
 }
 
 func (t *Tx) planProgress(planKey string) (planProgress, error) {
@@ -82,6 +88,11 @@ func (t *Tx) planProgress(planKey string) (planProgress, error) {
 			p.completedIDs[a.ID] = true
 		}
 	}
+	cp, err := t.continuation(planKey)
+	if err != nil {
+		return p, err
+	}
+	p.continuedPrefix(cp)
 	return p, nil
 }
 
@@ -191,8 +202,8 @@ func (t *Tx) StaleApprovals(planKey string) (map[int]bool, error) {
 // snapshot; a completed item keeps one from the snapshot its execution
 // used (or the current one).
 func (t *Tx) approvedItems(planKey string, p planProgress) (map[int]bool, error) {
-	var latestChoice int
-	if err := t.queryRow(`SELECT COALESCE(MAX(review_version), 0) FROM choices WHERE plan_key = ?`, planKey).Scan(&latestChoice); err != nil {
+	latestChoice, err := t.latestChoice(planKey)
+	if err != nil {
 		return nil, err
 	}
 	rows, err := t.query(`SELECT item, snapshot_id FROM approvals WHERE plan_key = ? AND revision = ? AND review_version > ?`,
@@ -222,7 +233,9 @@ func (t *Tx) approvedItems(planKey string, p planProgress) (map[int]bool, error)
 		if used, done := p.completed[it.Item]; done && approved[it.Item][used] {
 			ok = true
 		}
-		out[it.Item] = ok
+		// An approved continuation is the person's approval of this
+		// revision and snapshot, validated against the checkpoint's tree.
+		out[it.Item] = ok || p.continued != nil
 	}
 	return out, nil
 }
@@ -326,6 +339,9 @@ func (t *Tx) startChecks(planKey string, expectedStateVersion int64, expectedRev
 	if err != nil {
 		return PlanStart{}, task, err
 	}
+	if err := t.unreconciledCommits(planKey, p); err != nil {
+		return PlanStart{}, task, err
+	}
 	if p.executed {
 		return PlanStart{}, task, refuse(CodeIllegal, "revision %d has already started running; resume it instead", p.plan.Revision)
 	}
@@ -397,6 +413,9 @@ func (t *Tx) ResumePlan(planKey string, expectedStateVersion int64, expectedRevi
 	}
 	p, err := t.planProgress(planKey)
 	if err != nil {
+		return PlanStart{}, err
+	}
+	if err := t.unreconciledCommits(planKey, p); err != nil {
 		return PlanStart{}, err
 	}
 	if err := checkReviewVersion(p, expectedReviewVersion); err != nil {

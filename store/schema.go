@@ -12,12 +12,19 @@ package store
 // tasks.owed_attempt hold a safety finding owed at a human gate, whose
 // save with its attempt's terminal write failed. The contract's v9
 // (attempts.metadata_baseline, attempts.storage_base) is in v6 already;
-// its v11, v12, v14 and v15 have no counterpart yet (v12's stamped
-// choices are v6's choices.review_version). v6 → v8 is migrateV6, v7 → v8
-// migrateV7.
-const schemaVersion = 8
+// Version 9 is the contract's v14 ("Scope continuation (#88)": "v14 binds
+// continuation approvals to snapshots"): the checkpoints table, one row per
+// runner commit that recorded a scope finding, with the leaf entries of its
+// tree, and continuation_approvals, each bound to a revision and a snapshot
+// (snapshot_id NOT NULL: no build before v9 stored a continuation approval,
+// so no unbound legacy approval can exist to admit execution). The
+// contract's v11 and v15 belong to the planning requests table, built with
+// the suggestion coordinator; its v12's stamped choices are v6's
+// choices.review_version. v6 → v9 is migrateV6, v7 → v9 migrateV7, v8 → v9
+// migrateV8 (new tables only, which every migration adds from schema).
+const schemaVersion = 9
 
-// schema is the whole v8 schema. Times are Unix milliseconds from the injected
+// schema is the whole v9 schema. Times are Unix milliseconds from the injected
 // clock, so that simulated runs are repeatable.
 const schema = `
 CREATE TABLE plans (
@@ -164,6 +171,26 @@ CREATE TABLE merge_attempts (
 	updated_at INTEGER NOT NULL
 );
 CREATE INDEX merge_attempts_by_task ON merge_attempts(plan_key, created_at);
+CREATE TABLE checkpoints (
+	attempt_id  TEXT PRIMARY KEY,
+	plan_key    TEXT NOT NULL REFERENCES tasks(plan_key),
+	revision    INTEGER NOT NULL,
+	item        INTEGER NOT NULL,
+	commit_sha  TEXT NOT NULL,
+	scope_paths TEXT NOT NULL,
+	leaves      TEXT,
+	created_at  INTEGER NOT NULL
+);
+CREATE INDEX checkpoints_by_task ON checkpoints(plan_key, created_at);
+CREATE TABLE continuation_approvals (
+	plan_key       TEXT NOT NULL REFERENCES tasks(plan_key),
+	checkpoint     TEXT NOT NULL REFERENCES checkpoints(attempt_id),
+	revision       INTEGER NOT NULL,
+	snapshot_id    TEXT NOT NULL,
+	review_version INTEGER NOT NULL,
+	created_at     INTEGER NOT NULL,
+	PRIMARY KEY (plan_key, checkpoint, revision, snapshot_id)
+);
 CREATE TABLE app_settings (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL

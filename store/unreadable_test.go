@@ -202,14 +202,14 @@ func TestUnpreparableStatementStaysAnError(t *testing.T) {
 }
 
 // TestOpenRefusesASchemaItCannotComplete: a database whose tables this build
-// cannot complete (a v8 file whose attempts table lacks the columns the
-// v8 indexes name), migrate (a v6 file without the plan_items table the
+// cannot complete (a v9 file whose attempts table lacks the columns the
+// v9 indexes name), migrate (a v6 file without the plan_items table the
 // v6 migration alters, a v7 file without the tasks table the v7 one
 // alters) or create (a file at version 0 that already
 // holds a table of another shape, another program's database) is refused
 // with the step that failed, and keeps its version. The version-0, v6 and
 // v7 files gain no table (their creation and migration are one
-// transaction); the v8 completion is additive and not one transaction, so the v8 file may
+// transaction); the v9 completion is additive and not one transaction, so the v9 file may
 // keep the tables added before the failure (CREATE … IF NOT EXISTS: a later
 // open adds the rest).
 //
@@ -219,7 +219,8 @@ func TestOpenRefusesASchemaItCannotComplete(t *testing.T) {
 		name, setup, want string
 		sameTables        bool
 	}{
-		{"v8 with an older attempts table", `CREATE TABLE attempts (id TEXT PRIMARY KEY); PRAGMA user_version = 8;`, "complete the v8 schema", false},
+		{"v9 with an older attempts table", `CREATE TABLE attempts (id TEXT PRIMARY KEY); PRAGMA user_version = 9;`, "complete the v9 schema", false},
+		{"v8 with another checkpoints table", `CREATE TABLE checkpoints (attempt_id TEXT PRIMARY KEY); PRAGMA user_version = 8;`, "migrate v8", true},
 		{"v7 without tasks", `CREATE TABLE plans (key TEXT PRIMARY KEY); PRAGMA user_version = 7;`, "migrate v7", true},
 		{"v6 without plan items", `CREATE TABLE plans (key TEXT PRIMARY KEY); PRAGMA user_version = 6;`, "migrate v6", true},
 		{"another program's database", `CREATE TABLE plans (name TEXT); INSERT INTO plans VALUES ('mine');`, "create schema", true},

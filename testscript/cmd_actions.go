@@ -3,6 +3,7 @@ package testscript
 import (
 	"context"
 	"fmt"
+	"github.com/codeboost/codeboost/plan"
 
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
@@ -33,6 +34,9 @@ func init() {
 				_, err = tx.ImportRevision(key, p.PlanRevision, []string{"item 1"})
 				return err
 			}, 0)},
+		Command{Name: "import-plan", Usage: "import-plan TASK FILE [unseen]",
+			Summary: "imports the plan document FILE (docs/plan-format.md, from the scenario's archive) as the plan's next revision, each item with its spec: a person's plan, or its amendment",
+			Example: "import-plan T1 amended.json", Run: cmdImportPlan},
 		Command{Name: "snapshot", Usage: "snapshot TASK SNAPSHOT [unseen]",
 			Summary: "records a new review snapshot for the task's plan",
 			Example: "snapshot T1 s2", Run: contextCmd(func(tx *store.Tx, key string, a []string) error {
@@ -130,6 +134,29 @@ func (s *scenario) admitting(ts *gts.TestScript, neg bool, a argSet, what string
 
 // contextCmd builds a context-changing command: through the runner (which
 // then notices staleness) or, with "unseen", straight to the Store.
+func cmdImportPlan(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: import-plan TASK FILE [unseen]")
+	}
+	doc, err := plan.Parse([]byte(ts.ReadFile(args[1])))
+	if err != nil {
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	items, err := store.ItemInputs(doc)
+	if err != nil {
+		ts.Fatalf("%s: %v", args[1], err)
+	}
+	rest := append([]string{args[0]}, args[2:]...)
+	contextCmd(func(tx *store.Tx, key string, _ []string) error {
+		p, err := tx.PresentContext(key)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ImportPlan(key, p.PlanRevision, items)
+		return err
+	}, 0)(ts, neg, rest)
+}
+
 func contextCmd(change func(tx *store.Tx, key string, args []string) error, nargs int) func(*gts.TestScript, bool, []string) {
 	return func(ts *gts.TestScript, neg bool, args []string) {
 		s := get(ts)

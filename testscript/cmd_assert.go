@@ -24,8 +24,8 @@ func init() {
 		Command{Name: "task", Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N] [owed=TEXT|none]",
 			Summary: "asserts fields of the task's durable row",
 			Example: "task T1 status='needs human' cancel=unset", Run: cmdTask},
-		Command{Name: "status", Usage: "[!] status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B] [startable=B] [resumable=B]",
-			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label, a plan run in progress, startable and resumable); with ! the read must fail, its error on stderr",
+		Command{Name: "status", Usage: "[!] status TASK [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B] [startable=B] [resumable=B] [completed=1,2|none] [next=N|none] [checkpoint=ITEM|none] [scope=P,Q] [continuation=none|approved|stale]",
+			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label, a plan run in progress, startable and resumable; the plan run's completed items and next item; the newest scope checkpoint's item, scope paths and continuation approval); with ! the read must fail, its error on stderr",
 			Example: "status T1 stop=cancelled saved=false label='Stopping (not saved yet)'", Run: cmdStatus},
 		Command{Name: "slots", Usage: "slots N",
 			Summary: "asserts how many runner slots are held (reserved, running, or under a marker)",
@@ -198,6 +198,26 @@ func cmdStatus(ts *gts.TestScript, neg bool, args []string) {
 	}
 	if st.Unresolved != nil {
 		got["unresolved"] = st.Unresolved.Reason
+	}
+	got["completed"], got["next"], got["checkpoint"], got["scope"], got["continuation"] = "none", "none", "none", "none", "none"
+	if items := st.Progress.CompletedItems; len(items) > 0 {
+		parts := make([]string, len(items))
+		for i, it := range items {
+			parts[i] = strconv.Itoa(it)
+		}
+		got["completed"] = strings.Join(parts, ",")
+	}
+	if st.Progress.NextItem != 0 {
+		got["next"] = strconv.Itoa(st.Progress.NextItem)
+	}
+	if cp := st.Progress.Checkpoint; cp != nil {
+		got["checkpoint"], got["scope"] = strconv.Itoa(cp.Item), strings.Join(cp.ScopePaths, ",")
+		if cp.Approval != nil {
+			got["continuation"] = "stale"
+			if cp.Approval.Current {
+				got["continuation"] = "approved"
+			}
+		}
 	}
 	s.compare(ts, "status "+a.pos[0], a.kv, got)
 }

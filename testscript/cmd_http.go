@@ -37,8 +37,8 @@ func init() {
 		Command{Name: "http-runner", Usage: "http-runner TASK ACTION [ATTEMPT] [sv=N] [rv=N] [action=NAME|raw:ID] [as=NAME] [status=CODE]",
 			Summary: "POST /api/runner: start, resume, cancel, retry, run-again or cancel-task as the screen sends it (sv and rv default to the present versions); prints the HTTP status and the reply, and asserts status (default 200)",
 			Example: "http-runner T1 retry A sv=3 action=r1 status=409", Run: cmdHTTPRunner},
-		Command{Name: "http-review", Usage: "http-review TASK ACTION [item=N] [text=T] [key=K] [finding=F] [rev=N] [rv=N] [action=NAME|raw:ID] [status=CODE]",
-			Summary: "POST /api/review: reject (one note with text, on item or the whole plan), change-note, accept-segment, assign-segment, accept-finding, guidance or approve; prints the HTTP status and the reply, and asserts status (default 200)",
+		Command{Name: "http-review", Usage: "http-review TASK ACTION [item=N] [text=T] [key=K] [finding=F] [rev=N] [rv=N] [sv=N] [action=NAME|raw:ID] [status=CODE]",
+			Summary: "POST /api/review: reject (one note with text, on item or the whole plan), change-note, accept-segment, assign-segment, accept-finding, guidance, approve or approve-continuation (with sv and rv, default the present ones); prints the HTTP status and the reply, and asserts status (default 200)",
 			Example: "http-review T1 change-note item=1 text='keep the flag' action=n1", Run: cmdHTTPReview},
 		Command{Name: "http-status", Usage: "http-status TASK [status=CODE]",
 			Summary: "GET /api/runner for the task: prints the fields the screen acts on (stateVersion, the booleans, stopRequested, unresolved, the label) and one line per attempt with its label",
@@ -354,6 +354,9 @@ func cmdHTTPReview(ts *gts.TestScript, neg bool, args []string) {
 	case "approve":
 		body.ExpectedReviewVersion = s.reviewVersion(ts, key, a)
 		body.Item = item
+	case "approve-continuation":
+		body.ExpectedReviewVersion = s.reviewVersion(ts, key, a)
+		body.ExpectedStateVersion = s.stateVersion(ts, key, a)
 	default:
 		body.Item = item
 	}

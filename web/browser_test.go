@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -829,4 +832,62 @@ func TestBrowserFindingAndStaleApprovalShown(t *testing.T) {
 	// Approving again replaces the stale approval.
 	p.click(`#plan-items button[data-action=approve][data-item="1"]`)
 	p.waitFor(`document.querySelectorAll('#plan-items .s-stale').length === 2`, "item 1 approved again")
+}
+
+// TestBrowserScopePauseContinues: a scope pause is on the page and is
+// resolved there. Item 1's commit changed a path outside its scope, so
+// the task waits in needs amendment; the task's actions say which paths
+// and what to do, and offer "Approve continuation". Once the plan is
+// amended to declare the path, the click approves the continuation
+// ("moves needs amendment to queued"), and the page offers Resume at
+// item 2.
+//
+// kills: mutant/ui-checkpoint-hidden
+func TestBrowserScopePauseContinues(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
+	importPlan := func(doc string) {
+		w.api("POST", "/api/plan/import", PlanImport{Task: "parser-fix", ActionID: newTestActionID(),
+			ExpectedRevision: w.revision("parser-fix"), Plan: doc}, http.StatusOK, nil)
+	}
+	const scoped = `{"format": "codeboost-plan/1", "title": "Parser fix", "items": [
+		{"title": "Guard the nil reader", "scope": ["parse/"]},
+		{"title": "Document the guard", "files": [{"op": "modify", "path": "docs/parse.md"}]}]}`
+	importPlan(scoped)
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	waitUntil(t, "the agent started", func() (started bool) {
+		w.onLoop(func() { started = w.d.Handle(a) != nil })
+		return started
+	})
+	w.onLoop(func() {
+		w.d.SetChanges(a, dadapter.ChangeManifest{Changes: []dadapter.Change{
+			{Path: "parse/reader.go", Kind: dadapter.ChangeModified}, {Path: "docs/parse.md", Kind: dadapter.ChangeAdded}}})
+	})
+	w.settle(a, dadapter.Settlement{ExitCode: 0, Output: []byte(`{"summary":"guarded the nil reader"}`)})
+	waitUntil(t, "needs amendment", func() bool {
+		return w.status("parser-fix").Task.Status == string(words.StatusNeedsAmendment)
+	})
+
+	p := w.open()
+	p.waitFor(`((document.querySelector('#task-actions .checkpoint') || {}).textContent || '').includes('outside its scope: docs/parse.md')`, "the checkpoint note")
+	p.screenshot("needs-amendment")
+
+	// Not amended yet: the click is refused, and says why.
+	p.click(`#task-actions button[data-action=approve-continuation]`)
+	p.waitFor(`document.querySelector('#message').textContent.includes('amend plan item 1 to declare docs/parse.md first')`, "the refusal")
+
+	// The person amends item 1 on the page, then approves once the page
+	// shows the amended plan and the task's new state version.
+	amended := strings.Replace(scoped, `"scope": ["parse/"]`, `"scope": ["parse/", "docs/parse.md"]`, 1)
+	eval[bool](p, `document.querySelector('details.import').open = true`)
+	p.do(chromedp.SetValue(chromedp.CSS(`#plan-source`), amended))
+	p.click(`#plan-import`)
+	p.waitFor(`document.querySelector('#plan-revision').textContent === 'revision 3'`, "the amended plan")
+	p.waitFor(`document.querySelector('#task-version').textContent === `+js(strconv.FormatInt(w.status("parser-fix").StateVersion, 10)), "the new state version")
+	p.click(`#task-actions button[data-action=approve-continuation]`)
+	p.waitFor(`document.querySelector('#task-actions button[data-action=resume]') !== null`, "Resume offered")
+	p.waitFor(`document.querySelector('#task-actions .checkpoint').textContent.includes('resume runs item 2 next')`, "the approved continuation")
+	if st := w.status("parser-fix"); st.Task.Status != string(words.StatusQueued) || st.NextItem == nil || *st.NextItem != 2 {
+		t.Errorf("after the approval: status %s, next item %v; want queued at item 2", st.Task.Status, st.NextItem)
+	}
 }

@@ -189,6 +189,7 @@ type ReviewAction struct {
 	ActionID              string       `json:"actionId"`
 	ExpectedRevision      int          `json:"expectedRevision,omitempty"`
 	ExpectedReviewVersion int          `json:"expectedReviewVersion,omitempty"`
+	ExpectedStateVersion  int64        `json:"expectedStateVersion,omitempty"` // approve-continuation's view of the task
 	Item                  *int         `json:"item,omitempty"`
 	Text                  string       `json:"text,omitempty"`
 	ChoiceKey             string       `json:"choiceKey,omitempty"`
@@ -268,6 +269,21 @@ var reviewActions = map[string]reviewAction{
 		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
 			id, err := tx.NeedsHumanGuidance(key, a.ActionID, a.Text)
 			return store.Response{Outcome: "sent-back", Message: "note " + strconv.FormatInt(id, 10)}, err
+		},
+	},
+	"approve-continuation": {
+		check: func(a ReviewAction) error {
+			if a.ExpectedReviewVersion < 0 || a.ExpectedStateVersion < 0 {
+				return fmt.Errorf("expectedStateVersion and expectedReviewVersion must not be negative")
+			}
+			return nil
+		},
+		apply: func(tx *store.Tx, key string, a ReviewAction) (store.Response, error) {
+			cp, err := tx.ApproveContinuation(key, a.ExpectedStateVersion, a.ExpectedReviewVersion)
+			if err != nil {
+				return store.Response{}, err
+			}
+			return store.Response{Outcome: "approved", Message: fmt.Sprintf("continuation after item %d approved at revision %d; resume runs the rest", cp.Item, cp.Approval.Revision)}, nil
 		},
 	},
 	"approve": {

@@ -38,6 +38,30 @@ type TaskStatus struct {
 	StopRequested *StopRequested `json:"stopRequested"`
 	Label         string         `json:"label"`
 	Usage         *Usage         `json:"usage"` // the task's total over its attempts, when any reported
+	// CompletedItems and NextItem are the plan run's progress at the
+	// present revision: the items that count as completed (an approved
+	// continuation's prefix among them) and the item a resume would
+	// admit (null when none is left).
+	CompletedItems []int `json:"completedItems"`
+	NextItem       *int  `json:"nextItem"`
+	// Checkpoint is the task's newest scope checkpoint (#88), or null.
+	Checkpoint *Checkpoint `json:"checkpoint"`
+}
+
+// Checkpoint is a scope checkpoint as the screen sees it: which runner
+// commit recorded the scope finding, at which revision and item, the
+// paths outside the item's scope, and the continuation's approval state:
+// "none" (not approved yet), "approved" (it admits at the present
+// revision and snapshot) or "stale" (given at another revision or
+// snapshot, or before a later choice: it admits nothing).
+type Checkpoint struct {
+	AttemptID        string   `json:"attemptId"`
+	Commit           string   `json:"commit"`
+	Revision         int      `json:"revision"`
+	Item             int      `json:"item"`
+	ScopePaths       []string `json:"scopePaths"`
+	Approval         string   `json:"approval"`
+	ApprovedRevision *int     `json:"approvedRevision"`
 }
 
 // TaskRow is the task's row as the screen sees it.
@@ -143,6 +167,21 @@ func (s *Server) status(t Task) (TaskStatus, error) {
 	}
 	if reported {
 		v.Usage = &total
+	}
+	v.CompletedItems = st.Progress.CompletedItems
+	if st.Progress.NextItem != 0 {
+		next := st.Progress.NextItem
+		v.NextItem = &next
+	}
+	if cp := st.Progress.Checkpoint; cp != nil {
+		v.Checkpoint = &Checkpoint{AttemptID: cp.AttemptID, Commit: cp.Commit, Revision: cp.Revision, Item: cp.Item,
+			ScopePaths: cp.ScopePaths, Approval: "none"}
+		if ap := cp.Approval; ap != nil {
+			v.Checkpoint.Approval, v.Checkpoint.ApprovedRevision = "stale", &ap.Revision
+			if ap.Current {
+				v.Checkpoint.Approval = "approved"
+			}
+		}
 	}
 	return v, nil
 }

@@ -563,3 +563,11 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	buf.Write(b[:len(b)/2])
 	buf.Flush()
 }
+
+// revision is the task's plan revision, as GET /api/review reads it.
+func (w *uiWorld) revision(task string) int {
+	w.t.Helper()
+	var review ReviewReply
+	w.api("GET", "/api/review?task="+task, nil, http.StatusOK, &review)
+	return review.Revision
+}

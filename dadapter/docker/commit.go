@@ -38,9 +38,10 @@ var ErrNoChanges = errors.New("the work tree is the base's: no commit to make")
 // now by the D's clock (the container's is not asked), and bundled with
 // exactly one ref, the commit, and the base as its prerequisite. The
 // runner-owned repository takes it in under refs/codeboost/attempts/<id>
-// only if it is a single commit on the base (gitrepo.TakeBundle). The
-// metadata is checked against the baseline first; nothing is written to
-// task storage, and the user's repository is not touched.
+// only if it is a single commit on the base (gitrepo.TakeBundle), and the
+// commit's tree is listed from there (gitrepo.ListTree) for the Bundle's
+// Leaves. The metadata is checked against the baseline first; nothing is
+// written to task storage, and the user's repository is not touched.
 func (d *D) CommitTaskChanges(ctx context.Context, fs dadapter.TaskFilesystems, done func(dadapter.Bundle, error)) {
 	go func() {
 		b, err := d.commit(ctx, fs, time.Now())
@@ -87,7 +88,14 @@ func (d *D) commit(ctx context.Context, fs dadapter.TaskFilesystems, now time.Ti
 	if err := repo.TakeBundle(ctx, s.owner.AttemptID, s.base, commit, out.stdout, nil); err != nil {
 		return dadapter.Bundle{}, err
 	}
-	return dadapter.Bundle{Commit: commit, Data: out.stdout}, nil
+	// A listing that fails leaves the ref just written: the attempt then
+	// does not complete, so F's release drops it (ReleaseTaskCommit), as it
+	// does a refused publication's.
+	leaves, cut, err := repo.ListTree(ctx, commit, dadapter.MaxTreeLeaves, nil)
+	if err != nil {
+		return dadapter.Bundle{}, err
+	}
+	return dadapter.Bundle{Commit: commit, Data: out.stdout, Leaves: leaves, LeavesCut: cut}, nil
 }
 
 // runnerRepo opens the runner-owned repository the storage's commits go

@@ -3,7 +3,9 @@ package dtest
 import (
 	"bytes"
 	"context"
+	"slices"
 
+	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -15,7 +17,9 @@ import (
 // inside the bound; truncation itself is reported by Truncated, not by
 // bytes. A cut diff is the first maxBytes of the whole one. Then
 // CommitTaskChanges "takes a completed writable attempt's work out of task
-// storage as a bundle".
+// storage as a bundle", whose Leaves are "the paths of every leaf entry …
+// of Commit's tree, sorted" (dadapter.Bundle): the seed's files and the
+// file the edit agent made, whole (the tree is far below MaxTreeLeaves).
 func partialOutput(s *suite) {
 	a := s.prepared(s.impl.Owner())
 	if r := s.await(s.start(a, s.input(a, "edit"))); r.StopReason != words.StopNone || r.ExitCode != 0 {
@@ -52,8 +56,28 @@ func partialOutput(s *suite) {
 		s.t.Errorf("CommitTaskChanges: %v", err)
 	} else if b.Commit == "" || b.Commit == a.fs.Base() {
 		s.t.Errorf("bundle commit %q: want a new commit over base %q", b.Commit, a.fs.Base())
+	} else {
+		s.wantLeaves(b, ".gitignore", "README.md", "new.txt")
 	}
 	s.remove(a.fs)
+}
+
+// wantLeaves requires b's Leaves to be whole, sorted and to hold every
+// path of want. Other paths are the harness's business: a seed may hold
+// more files than Source promises.
+func (s *suite) wantLeaves(b dadapter.Bundle, want ...string) {
+	s.t.Helper()
+	switch {
+	case b.LeavesCut:
+		s.t.Errorf("bundle leaves reported cut (%d listed): want the whole tree", len(b.Leaves))
+	case !slices.IsSorted(b.Leaves):
+		s.t.Errorf("bundle leaves %q: not sorted", b.Leaves)
+	}
+	for _, p := range want {
+		if !slices.Contains(b.Leaves, p) {
+			s.t.Errorf("bundle leaves %q: %s is missing", b.Leaves, p)
+		}
+	}
 }
 
 // exportAborted: ExportTaskDiff's "ctx carries the 60-second deadline"

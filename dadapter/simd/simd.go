@@ -558,8 +558,29 @@ func (d *D) CommitTaskChanges(ctx context.Context, t dadapter.TaskFilesystems, d
 		}
 		d.commitNo++
 		d.refs[id] = true
-		done(dadapter.Bundle{Commit: fmt.Sprintf("c%07d", d.commitNo)}, nil)
+		done(dadapter.Bundle{Commit: fmt.Sprintf("c%07d", d.commitNo), Leaves: commitLeaves(d.changes[id].Changes)}, nil)
 	})
+}
+
+// commitLeaves is the simulated commit's tree, as far as the simulator
+// knows it: simTree with the attempt's scripted changes applied, which is
+// what the Docker D's commit of the same work tree would list.
+func commitLeaves(changes []dadapter.Change) []string {
+	tree := map[string]bool{}
+	for p := range simTree {
+		tree[p] = true
+	}
+	for _, c := range changes {
+		tree[c.Path] = c.Kind != dadapter.ChangeDeleted
+	}
+	out := []string{}
+	for p, present := range tree {
+		if present {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ReleaseTaskCommit records the release; it is not traced, as the

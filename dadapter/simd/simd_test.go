@@ -1,6 +1,8 @@
 package simd
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,5 +83,36 @@ func TestFailedStartClosesTheSink(t *testing.T) {
 	}
 	if sink.closes != 1 || noStorage.closes != 1 {
 		t.Errorf("closes: %d and %d, want 1 each", sink.closes, noStorage.closes)
+	}
+}
+
+// TestCommitLeaves: the simulated commit's leaves are simTree with the
+// script's changes applied, sorted: what is added, modified or changed in
+// type is there, what is deleted is not.
+func TestCommitLeaves(t *testing.T) {
+	d := newD()
+	const owner = "0123456789abcdef0123456789abcdef"
+	fs := d.AddStorage(dadapter.StorageOwner{RunnerOwner: owner, AttemptID: "A", AllocationID: "alloc-0001"})
+	d.SetChanges("A", dadapter.ChangeManifest{Changes: []dadapter.Change{
+		{Path: ".gitignore", Kind: dadapter.ChangeDeleted},
+		{Path: "README.md", Kind: dadapter.ChangeModified},
+		{Path: "src/new.go", Kind: dadapter.ChangeAdded},
+		{Path: "a-link", Kind: dadapter.ChangeTypeChanged},
+	}})
+	var got dadapter.Bundle
+	var err error
+	d.CommitTaskChanges(context.Background(), fs, func(b dadapter.Bundle, e error) { got, err = b, e })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"README.md", "a-link", "src/new.go"}; !slices.Equal(got.Leaves, want) || got.LeavesCut {
+		t.Errorf("leaves %q, cut %v; want %q, not cut", got.Leaves, got.LeavesCut, want)
+	}
+
+	// With nothing scripted the commit's tree is the seed's.
+	fsB := d.AddStorage(dadapter.StorageOwner{RunnerOwner: owner, AttemptID: "B", AllocationID: "alloc-0002"})
+	d.CommitTaskChanges(context.Background(), fsB, func(b dadapter.Bundle, e error) { got, err = b, e })
+	if want := []string{".gitignore", "README.md"}; err != nil || !slices.Equal(got.Leaves, want) {
+		t.Errorf("leaves %q (%v); want %q", got.Leaves, err, want)
 	}
 }

@@ -295,6 +295,34 @@ async function report(what, run, after) {
   }
 }
 
+// checkpointNote says where a scope pause stands (#88): the paths the
+// item's commit changed outside its scope, what the person does next, and
+// the continuation's approval.
+function checkpointNote(st, cp) {
+  const paths = cp.scopePaths.join(', ');
+  let text;
+  if (st.task.status === 'needs amendment') {
+    text = 'Item ' + cp.item + '\u2019s commit changed paths outside its scope: ' + paths +
+      '. Amend item ' + cp.item + ' to declare them (import the amended plan), then approve the continuation.';
+  } else if (cp.approval === 'approved') {
+    text = 'Continuation after item ' + cp.item + ' approved at revision ' + cp.approvedRevision + (st.nextItem ? '; resume runs item ' + st.nextItem + ' next.' : '.');
+  } else if (cp.approval === 'stale') {
+    text = 'The continuation approved at revision ' + cp.approvedRevision + ' no longer admits: the plan or its review changed since.';
+  } else {
+    return null;
+  }
+  return el('span', { className: 'note checkpoint', dataset: { checkpoint: cp.attemptId } }, text);
+}
+
+async function approveContinuation() {
+  const st = selectedTask();
+  const review = st && state.reviews.get(st.name);
+  if (!review) return;
+  const reply = await report('Approve the continuation', () =>
+    act('/api/review', { task: st.name, action: 'approve-continuation', expectedStateVersion: st.stateVersion, expectedReviewVersion: review.reviewVersion }));
+  if (reply) loadReview(st.name);
+}
+
 async function approve(item) {
   const st = selectedTask();
   const review = st && state.reviews.get(st.name);
@@ -608,15 +636,21 @@ function active(st) {
 
 function renderTaskActions(st) {
   const box = $('task-actions');
-  const key = JSON.stringify([st.name, st.startable, st.resumable, st.task.status, st.task.cancelRequested, st.unresolved, st.available, active(st)]);
+  const key = JSON.stringify([st.name, st.startable, st.resumable, st.task.status, st.task.cancelRequested, st.unresolved, st.available, active(st), st.checkpoint, st.nextItem]);
   redraw(box, key, () => {
     const buttons = [];
+    const cp = st.checkpoint;
+    if (cp && st.task.status === 'needs amendment') {
+      buttons.push(el('button', { type: 'button', className: 'primary', dataset: { action: 'approve-continuation', key: 'action:approve-continuation' }, onclick: approveContinuation }, 'Approve continuation'));
+    }
     if (st.startable) buttons.push(actionButton('start', 'Start', null, 'primary'));
     if (st.resumable) buttons.push(actionButton('resume', 'Resume', null, 'primary'));
     if (!closedStatuses.has(st.task.status) && !st.task.cancelRequested) {
       buttons.push(actionButton('cancel-task', 'Cancel task', null, 'danger'));
     }
     box.replaceChildren(...buttons);
+    const note = cp && checkpointNote(st, cp);
+    if (note) box.append(note);
     if (st.unresolved) {
       box.append(el('span', { className: 'note' }, 'Needs a restart of codeboost before anything else runs for this task.'));
     } else if (!st.available && !active(st) && !closedStatuses.has(st.task.status)) {
