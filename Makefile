@@ -17,10 +17,10 @@ staticcheck:
 
 # test is what CI runs: vet, staticcheck, every package (the browser tests
 # drive Debian's chromium; the bite test builds one shard of the named
-# mutants with -overlay and runs what claims them), then every package under
-# the race detector (the bite test and the browser tests skip themselves
-# there; scenarios/TestTracesRepeat compares every trace at GOMAXPROCS 1
-# and 2), then the plan parser's fuzz target briefly (fuzz-parse). Every
+# mutants with -overlay and runs what claims them), then RACE_PKGS under
+# the race detector (the bite test, TestScenarios and the browser tests skip
+# themselves there; scenarios/TestTracesRepeat replays every scenario at
+# GOMAXPROCS 1 and 2 and compares the traces), then the plan parser's fuzz target briefly (fuzz-parse). Every
 # fuzz target's seed corpus runs as a plain test in both passes; fuzzing the
 # server's POST endpoints needs an instrumented build of the whole server
 # (three minutes of a cold CI run), so `make fuzz` does that.
@@ -41,6 +41,17 @@ staticcheck:
 # mostly wait on the engine, so they run in the background while the rest
 # uses the CPU, and their output follows the rest's.
 DOCKER_PKGS = ./dadapter/docker/... ./e2e
+
+# RACE_PKGS are the packages the race pass runs: every one with shared
+# state or goroutines of its own. Left out, as the race detector finds
+# nothing there worth its cost: the Docker suites (run once, above); the
+# plan format, D's types and the conformance suite's cases (pure
+# functions; the suite itself runs under -race through simd's test); the
+# runner-owned repository (its time is git's processes: a minute under
+# -race for one FIFO reader that procgroup's own tests race); and the
+# build tools under internal/ (mutants, import rules).
+RACE_PKGS = $$($(GO) list ./... | grep -v -e /dadapter/docker -e /e2e -e /internal/ -e /dadapter/gitrepo \
+	-e '/plan$$' -e '/dadapter$$' -e /dadapter/dtest -e /dadapter/nodocker)
 BITE_SHARDS ?= 12
 BITE_SHARD ?= $(shell echo $$(( $$(git rev-list --count HEAD 2>/dev/null || echo 0) % $(BITE_SHARDS) )))/$(BITE_SHARDS)
 test:
@@ -50,8 +61,8 @@ test:
 	$(MAKE) --no-print-directory vet staticcheck && \
 	echo "CODEBOOST_BITE_SHARD=$(BITE_SHARD) go test ./... (but the Docker suites)" && \
 	CODEBOOST_BITE_SHARD=$(BITE_SHARD) $(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e /dadapter/docker -e /e2e) && \
-	echo "go test -race ./... (but the Docker suites)" && \
-	$(GO) test -timeout 20m -race $$($(GO) list ./... | grep -v -e /dadapter/docker -e /e2e) && \
+	echo "go test -race $(RACE_PKGS)" && \
+	$(GO) test -timeout 20m -race $(RACE_PKGS) && \
 	$(MAKE) --no-print-directory fuzz-parse; rc=$$?; \
 	wait $$docker; drc=$$?; \
 	echo "go test $(DOCKER_PKGS):"; cat $$log; rm -f $$log; \
@@ -94,7 +105,7 @@ scenarios:
 	$(GO) test ./scenarios -v -run 'TestScenarios$$'
 
 race:
-	$(GO) test -race ./...
+	$(GO) test -race $(RACE_PKGS)
 
 bench:
 	$(GO) test ./sim -run '^$$' -bench . -benchtime 200x
