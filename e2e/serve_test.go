@@ -29,7 +29,8 @@ import (
 )
 
 // TestServeRunsAPlanInContainers is issue 9's end-to-end check, repeated
-// CODEBOOST_SOAK times (3 by default; `make soak` runs 20): a plan
+// CODEBOOST_SOAK times (once by default, in CI too, whose time is
+// bounded; `make soak` runs 20): a plan
 // imported over the API, started, its first item completed in a container
 // and landed as a commit in the runner-owned repository (the review load
 // and the diff view show it); then a cancel mid-run, a clean shutdown
@@ -38,7 +39,7 @@ import (
 // and the user's repository is byte-for-byte unchanged.
 func TestServeRunsAPlanInContainers(t *testing.T) {
 	cli, agent, bin := begin(t)
-	rounds := 3
+	rounds := 1
 	if s := os.Getenv("CODEBOOST_SOAK"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {

@@ -11,7 +11,28 @@ import (
 	"github.com/codeboost/codeboost/dadapter/dtest"
 )
 
-// TestR104ExportThatHangsIsCutAtItsDeadline is R104 (review round 32,
+// TestFullLengthWindows runs the contract's two long windows at full
+// length, side by side under one engine lock (each waits a minute on an
+// engine that does not answer, through a proxy of its own, so neither can
+// see the other's objects): R104's 60-second export deadline and decision
+// 4's 60-second cleanup window. Run one after the other they were two
+// minutes of CI; everything else runs them shortened.
+func TestFullLengthWindows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the full 60-second export deadline and cleanup window")
+	}
+	w := newWorld(t)
+	t.Run("R104-export-that-hangs-is-cut-at-its-deadline", func(t *testing.T) {
+		t.Parallel()
+		testR104ExportThatHangsIsCutAtItsDeadline(t, w.sub(t))
+	})
+	t.Run("cleanup-window", func(t *testing.T) {
+		t.Parallel()
+		testCleanupWindowFullLength(t, w.sub(t))
+	})
+}
+
+// testR104ExportThatHangsIsCutAtItsDeadline is R104 (review round 32,
 // "Export hangs") against a real engine, with the contract's full
 // 60-second export deadline (the one test that runs it at full length):
 // the export container is made and started, then the engine never
@@ -24,11 +45,7 @@ import (
 //
 // It fails if the export ignores its context (no settlement by the bound)
 // or settles before removing its container (NoLeaks at the end).
-func TestR104ExportThatHangsIsCutAtItsDeadline(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the full 60-second export deadline")
-	}
-	w := newWorld(t)
+func testR104ExportThatHangsIsCutAtItsDeadline(t *testing.T, w *world) {
 	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	p := newProxy(t, w.cli)
 	d := w.adapter(p.newClient(t), hungOptions)

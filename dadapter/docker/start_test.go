@@ -37,6 +37,15 @@ func newWorld(t *testing.T) *world {
 	return &world{t: t, cli: cli, agent: dockertest.FakeAgentImage(t, cli), helper: dockertest.HelperImage(t, cli), root: t.TempDir()}
 }
 
+// sub is a world for a parallel subtest of w's test: it shares w's
+// engine lock, leak check and images (they run when w's test ends, after
+// every subtest), with a runner root of its own. Only tests whose objects
+// cannot confuse each other run side by side this way.
+func (w *world) sub(t *testing.T) *world {
+	t.Helper()
+	return &world{t: t, cli: w.cli, agent: w.agent, helper: w.helper, root: t.TempDir()}
+}
+
 // The shortened windows every test but one runs with.
 const (
 	testGrace         = time.Second

@@ -284,16 +284,12 @@ func TestCleanupRetriesUntilEngineAnswers(t *testing.T) {
 	}
 }
 
-// TestCleanupWindowFullLength runs decision 4's cleanup at its full
-// length: the default 60 s window and 1 s retry (only the grace and the
-// call bound are shortened). This is the one test that takes a minute.
-// Under a hung engine the removal is retried about once a second for 60 s
-// after the first failure, and the handle then settles.
-func TestCleanupWindowFullLength(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the full 60 s cleanup window")
-	}
-	w := newWorld(t)
+// testCleanupWindowFullLength runs decision 4's cleanup at its full
+// length (TestFullLengthWindows): the default 60 s window and 1 s retry
+// (only the grace and the call bound are shortened). Under a hung engine
+// the removal is retried about once a second for 60 s after the first
+// failure, and the handle then settles.
+func testCleanupWindowFullLength(t *testing.T, w *world) {
 	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	p := newProxy(t, w.cli)
 	d := w.adapter(p.newClient(t), func(o *Options) {
