@@ -45,6 +45,7 @@ func auditChanges(m dadapter.ChangeManifest, err error) string {
 		}
 	}
 	add("the agent wrote files the repository ignores", m.Ignored)
+	add("the agent changed the repository's ignore rules, so files the base ignores could be committed", ignoreRules(m.Changes))
 	add("the agent wrote inside a submodule directory", m.GitlinkContent)
 	add("the agent made a nested repository", m.Nested)
 	add("the agent made an entry named .git", m.DotGit)
@@ -61,6 +62,23 @@ func auditChanges(m dadapter.ChangeManifest, err error) string {
 		found = append(found, fmt.Sprintf("the agent changed more than %d paths of one kind, too many to audit", dadapter.MaxManifestPaths))
 	}
 	return strings.Join(found, "; ")
+}
+
+// ignoreRules lists the changed .gitignore files. D lists new files
+// against the work tree's ignore rules, which are the base's own only
+// while the agent left every .gitignore alone: one that it edited,
+// deleted or added (a nested one can un-ignore with "!") could let a file
+// the base ignores reach the commit unseen. So any such change is the
+// finding "new file that base's own ignore rules ignore" could not be
+// ruled out; a person judges it.
+func ignoreRules(changes []dadapter.Change) []string {
+	var out []string
+	for _, c := range changes {
+		if path.Base(c.Path) == ".gitignore" {
+			out = append(out, c.Path)
+		}
+	}
+	return out
 }
 
 // linkEscapes reports whether a link's target leaves the work tree or
