@@ -53,11 +53,17 @@ type Checkpoint struct {
 }
 
 // ContinuationApproval is one approve-continuation, bound to the revision
-// and snapshot it was given at (the contract's v14).
+// and snapshot it was given at (the contract's v14), and to the completed
+// prefix it continues after: the items up to PrefixItem, whose last commit
+// (HeadCommit, by HeadAttempt) was the task's audited head when it was
+// given.
 type ContinuationApproval struct {
 	Revision      int
 	SnapshotID    string
 	ReviewVersion int
+	PrefixItem    int
+	HeadAttempt   string
+	HeadCommit    string
 	Current       bool
 }
 
@@ -147,9 +153,9 @@ func (t *Tx) LatestCheckpoint(planKey string) (cp Checkpoint, ok bool, err error
 		cp.Leaves = nonNil(cp.Leaves)
 	}
 	var ap ContinuationApproval
-	err = t.queryRow(`SELECT revision, snapshot_id, review_version FROM continuation_approvals
+	err = t.queryRow(`SELECT revision, snapshot_id, review_version, prefix_item, head_attempt, head_commit FROM continuation_approvals
 		WHERE plan_key = ? AND checkpoint = ? ORDER BY review_version DESC LIMIT 1`, planKey, cp.AttemptID).
-		Scan(&ap.Revision, &ap.SnapshotID, &ap.ReviewVersion)
+		Scan(&ap.Revision, &ap.SnapshotID, &ap.ReviewVersion, &ap.PrefixItem, &ap.HeadAttempt, &ap.HeadCommit)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return cp, true, nil
@@ -186,14 +192,15 @@ func (t *Tx) continuation(planKey string) (*Checkpoint, error) {
 }
 
 // ApproveContinuation is approve-continuation, one transaction: the task
-// waits in needs amendment on its newest checkpoint (or is queued with a
-// continuation a later revision or choice made stale); the plan was amended
-// since (a later revision) and its owning item now declares every
-// out-of-scope path, with the prefix's other items unchanged; the completed
-// prefix still leads to the recorded head (the ledger ends at the
-// checkpoint's commit); the remaining items' file operations fit that
-// head's tree. Then it stores the approval for the present revision and
-// snapshot and moves the task to queued. Every refusal writes nothing.
+// waits in needs amendment on its newest checkpoint (or is queued or
+// running between items with a continuation a later revision or choice
+// made stale); the completed
+// prefix still leads to the recorded head (auditedHead); the plan was
+// amended since (a later revision) and its owning item now declares every
+// out-of-scope path, with the prefix's other items unchanged; the remaining
+// items' file operations fit the head's tree. Then it stores the approval
+// for the present revision and snapshot, bound to that prefix, and moves
+// the task to queued. Every refusal writes nothing.
 func (t *Tx) ApproveContinuation(planKey string, expectedStateVersion int64, expectedReviewVersion int) (Checkpoint, error) {
 	task, err := t.openTask(planKey)
 	if err != nil {
@@ -204,11 +211,12 @@ func (t *Tx) ApproveContinuation(planKey string, expectedStateVersion int64, exp
 		return Checkpoint{}, err
 	}
 	// A further plan revision after an approved continuation leaves the
-	// task queued with an approval that no longer admits: "A further
-	// plan revision needs new approval", given from queued.
-	renewing := task.Status == words.StatusQueued && ok && cp.Approval != nil && !cp.Approval.Current
+	// task queued, or running between items, with an approval that no
+	// longer admits: "A further plan revision needs new approval against
+	// the latest audited head", given from there.
+	renewing := (task.Status == words.StatusQueued || task.Status == words.StatusRunning) && ok && cp.Approval != nil && !cp.Approval.Current
 	if task.Status != words.StatusNeedsAmendment && !renewing {
-		return Checkpoint{}, refuse(CodeTaskInactive, "approve-continuation needs a task in needs amendment, or queued with a continuation that no longer admits; this one is %s", task.Status)
+		return Checkpoint{}, refuse(CodeTaskInactive, "approve-continuation needs a task in needs amendment, or one whose continuation no longer admits; this one is %s", task.Status)
 	}
 	if !ok {
 		return Checkpoint{}, refuse(CodeIllegal, "the task has no scope checkpoint to continue from")
@@ -233,35 +241,38 @@ func (t *Tx) ApproveContinuation(planKey string, expectedStateVersion int64, exp
 		return Checkpoint{}, refuse(CodeIllegal, "amend plan item %d to declare %s first: the plan is still at revision %d, the checkpoint's",
 			cp.Item, strings.Join(cp.ScopePaths, ", "), p.Revision)
 	}
-	if err := t.amendedPrefix(planKey, cp, p.Revision); err != nil {
-		return Checkpoint{}, err
-	}
-	entries, err := t.History(planKey)
+	head, err := t.auditedHead(planKey, cp)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	if n := len(entries); n == 0 || entries[n-1].AttemptID != cp.AttemptID || entries[n-1].Commit != cp.Commit {
-		return Checkpoint{}, refuse(CodeHeadMoved, "the task's head moved since checkpoint %s recorded %s: review the change and start the plan again", cp.AttemptID, cp.Commit)
+	ran, err := t.prefixItems(planKey, cp, head)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if err := t.amendedPrefix(planKey, cp, p.Revision, ran); err != nil {
+		return Checkpoint{}, err
 	}
 	items, err := t.PlanItems(planKey, p.Revision)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	if err := fitsTree(items, cp.Item, cp.Leaves); err != nil {
+	if err := fitsTree(items, ran, cp.Item, cp.Leaves); err != nil {
 		return Checkpoint{}, err
 	}
 	version, err := t.bumpReview(planKey)
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	if _, err := t.exec(`INSERT INTO continuation_approvals (plan_key, checkpoint, revision, snapshot_id, review_version, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, planKey, cp.AttemptID, p.Revision, p.SnapshotID, version, t.nowMS()); err != nil {
+	if _, err := t.exec(`INSERT INTO continuation_approvals (plan_key, checkpoint, revision, snapshot_id, review_version,
+		prefix_item, head_attempt, head_commit, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		planKey, cp.AttemptID, p.Revision, p.SnapshotID, version, head.item, head.attempt, head.commit, t.nowMS()); err != nil {
 		return Checkpoint{}, err
 	}
 	if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusQueued, planKey); err != nil {
 		return Checkpoint{}, err
 	}
-	cp.Approval = &ContinuationApproval{Revision: p.Revision, SnapshotID: p.SnapshotID, ReviewVersion: version, Current: true}
+	cp.Approval = &ContinuationApproval{Revision: p.Revision, SnapshotID: p.SnapshotID, ReviewVersion: version,
+		PrefixItem: head.item, HeadAttempt: head.attempt, HeadCommit: head.commit, Current: true}
 	return cp, t.bump(planKey)
 }
 
@@ -269,25 +280,96 @@ func (t *Tx) ApproveContinuation(planKey string, expectedStateVersion int64, exp
 // own bound on a commit's listing).
 const MaxCheckpointLeaves = 100000
 
-// amendedPrefix is "The person amends the owning item so it declares every
-// out-of-scope path": at the amended revision the owning item declares
-// each scope path, differs from the checkpoint's item in its scope alone,
-// and every earlier item is unchanged, since the prefix's work was done
-// for the items as they were.
-func (t *Tx) amendedPrefix(planKey string, cp Checkpoint, revision int) error {
+// prefixEnd is where a completed prefix ends: its last item, and the
+// ledger entry (attempt and commit) that item's work left as the head.
+type prefixEnd struct {
+	item            int
+	attempt, commit string
+}
+
+// auditedHead is "the Store proves the completed prefix still leads to the
+// recorded task head": the ledger's last entry is the checkpoint's own
+// commit, or, when an approved continuation has run since, a commit of an
+// item that continuation completed, every entry after the checkpoint's
+// being such a commit, in item order ("The approval remains valid as that
+// same revision completes more items only while their stored attempt
+// contexts connect its snapshot to the current head"). That head is the
+// latest audited one a further revision's approval continues from. Any
+// other entry (a commit recorded from elsewhere, another revision's work)
+// is a moved head.
+func (t *Tx) auditedHead(planKey string, cp Checkpoint) (prefixEnd, error) {
+	moved := refuse(CodeHeadMoved, "the task's head moved since checkpoint %s recorded %s: review the change and start the plan again", cp.AttemptID, cp.Commit)
+	entries, err := t.History(planKey)
+	if err != nil {
+		return prefixEnd{}, err
+	}
+	at := -1
+	for i, e := range entries {
+		if e.AttemptID == cp.AttemptID && e.Commit == cp.Commit {
+			at = i
+		}
+	}
+	if at < 0 {
+		return prefixEnd{}, moved
+	}
+	end := prefixEnd{item: cp.Item, attempt: cp.AttemptID, commit: cp.Commit}
+	for _, e := range entries[at+1:] {
+		if cp.Approval == nil || e.AttemptID == "" {
+			return prefixEnd{}, moved
+		}
+		a, err := t.Attempt(e.AttemptID)
+		if err != nil {
+			return prefixEnd{}, err
+		}
+		if a.State != words.Completed || a.Kind != words.KindExecute || a.Item == nil ||
+			a.Context.PlanRevision != cp.Approval.Revision || *a.Item <= end.item {
+			return prefixEnd{}, moved
+		}
+		end = prefixEnd{item: *a.Item, attempt: a.ID, commit: e.Commit}
+	}
+	return end, nil
+}
+
+// prefixItems are the completed prefix's items as their work was done:
+// up to the checkpoint's item at the checkpoint's revision, and after it,
+// up to head's, at the revision the continuation that ran them approved.
+func (t *Tx) prefixItems(planKey string, cp Checkpoint, head prefixEnd) ([]PlanItem, error) {
 	was, err := t.PlanItems(planKey, cp.Revision)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if len(was) < cp.Item {
+		return nil, fmt.Errorf("store: checkpoint %s names item %d of revision %d, which has %d", cp.AttemptID, cp.Item, cp.Revision, len(was))
+	}
+	out := was[:cp.Item]
+	if head.item > cp.Item {
+		later, err := t.PlanItems(planKey, cp.Approval.Revision)
+		if err != nil {
+			return nil, err
+		}
+		if len(later) < head.item {
+			return nil, fmt.Errorf("store: revision %d has no item %d", cp.Approval.Revision, head.item)
+		}
+		out = append(out[:len(out):len(out)], later[cp.Item:head.item]...)
+	}
+	return out, nil
+}
+
+// amendedPrefix is "The person amends the owning item so it declares every
+// out-of-scope path": at the amended revision the owning item declares
+// each scope path and differs from the checkpoint's item in its scope
+// alone, and every other item of the prefix (ran) is unchanged, since the
+// prefix's work was done for the items as they were.
+func (t *Tx) amendedPrefix(planKey string, cp Checkpoint, revision int, ran []PlanItem) error {
 	now, err := t.PlanItems(planKey, revision)
 	if err != nil {
 		return err
 	}
-	if len(now) < cp.Item || len(was) < cp.Item {
-		return refuse(CodeIllegal, "revision %d has %d items: it must keep the checkpoint's prefix, items 1 to %d", revision, len(now), cp.Item)
+	if len(now) < len(ran) {
+		return refuse(CodeIllegal, "revision %d has %d items: it must keep the completed prefix, items 1 to %d", revision, len(now), len(ran))
 	}
-	for i := 0; i < cp.Item; i++ {
-		before, err := specOf(was[i])
+	for i, it := range ran {
+		before, err := specOf(it)
 		if err != nil {
 			return err
 		}
@@ -295,9 +377,9 @@ func (t *Tx) amendedPrefix(planKey string, cp Checkpoint, revision int) error {
 		if err != nil {
 			return err
 		}
-		if now[i].Item != cp.Item {
+		if it.Item != cp.Item {
 			if !reflect.DeepEqual(before, after) {
-				return refuse(CodeIllegal, "item %d changed in revision %d, but it is part of the checkpoint's completed prefix", now[i].Item, revision)
+				return refuse(CodeIllegal, "item %d changed in revision %d, but it is part of the completed prefix", it.Item, revision)
 			}
 			continue
 		}
@@ -325,53 +407,68 @@ func specOf(it PlanItem) (plan.Item, error) {
 	return s, nil
 }
 
-// fitsTree validates the items after the prefix against the checkpoint's
-// tree, in order, each operation seeing the ones before it: a create or a
+// fitsTree validates the items after the prefix against the head's tree,
+// in order, each operation seeing the ones before it: a create or a
 // rename's target must not exist, a modify, a delete or a rename's source
-// must.
-func fitsTree(items []PlanItem, prefix int, leaves []string) error {
+// must. The tree is the checkpoint's leaves with the declared operations
+// of the prefix's later items (ran, after the checkpoint's own) applied:
+// the Store keeps no other commit's tree, and each of those items passed
+// D's checkTaskTree against the real head before it ran, as every
+// remaining item will before it runs.
+func fitsTree(items, ran []PlanItem, checkpointItem int, leaves []string) error {
 	tree := make(map[string]bool, len(leaves))
 	for _, l := range leaves {
 		tree[l] = true
 	}
-	for _, it := range items {
-		if it.Item <= prefix {
-			continue
-		}
-		spec, err := specOf(it)
-		if err != nil {
+	for _, it := range ran[min(checkpointItem, len(ran)):] {
+		if err := applyOps(tree, it, false); err != nil {
 			return err
 		}
-		for _, op := range spec.Files {
-			var why string
-			switch op.Op {
-			case plan.OpCreate:
-				if tree[op.Path] {
-					why = "it exists"
-				}
-				tree[op.Path] = true
-			case plan.OpModify:
-				if !tree[op.Path] {
-					why = "it does not exist"
-				}
-			case plan.OpDelete:
-				if !tree[op.Path] {
-					why = "it does not exist"
-				}
-				delete(tree, op.Path)
-			case plan.OpRename:
-				switch {
-				case !tree[op.Path]:
-					why = "it does not exist"
-				case tree[op.To]:
-					why = fmt.Sprintf("%s exists", op.To)
-				}
-				delete(tree, op.Path)
-				tree[op.To] = true
+	}
+	for _, it := range items[min(len(ran), len(items)):] {
+		if err := applyOps(tree, it, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyOps applies one item's declared file operations to tree; with
+// check, an operation that does not fit is refused.
+func applyOps(tree map[string]bool, it PlanItem, check bool) error {
+	spec, err := specOf(it)
+	if err != nil {
+		return err
+	}
+	for _, op := range spec.Files {
+		var why string
+		switch op.Op {
+		case plan.OpCreate:
+			if tree[op.Path] {
+				why = "it exists"
 			}
-			if why != "" {
-				return refuse(CodeIllegal, "item %d's %s of %s does not fit the checkpoint's tree: %s", it.Item, op.Op, op.Path, why)
+			tree[op.Path] = true
+		case plan.OpModify:
+			if !tree[op.Path] {
+				why = "it does not exist"
 			}
+		case plan.OpDelete:
+			if !tree[op.Path] {
+				why = "it does not exist"
+			}
+			delete(tree, op.Path)
+		case plan.OpRename:
+			switch {
+			case !tree[op.Path]:
+				why = "it does not exist"
+			case tree[op.To]:
+				why = fmt.Sprintf("%s exists", op.To)
+			}
+			delete(tree, op.Path)
+			tree[op.To] = true
+		}
+		if check && why != "" {
+			return refuse(CodeIllegal, "item %d's %s of %s does not fit the checkpoint's tree: %s", it.Item, op.Op, op.Path, why)
 		}
 	}
 	return nil
@@ -382,7 +479,7 @@ func fitsTree(items []PlanItem, prefix int, leaves []string) error {
 // safely; earlier attempts that committed nothing do not block": a ledger
 // entry made by an attempt at another plan revision refuses, unless the
 // approved continuation's prefix covers it (an entry at or before the
-// checkpoint's own).
+// head that continuation was approved at).
 func (t *Tx) unreconciledCommits(planKey string, p planProgress) error {
 	entries, err := t.History(planKey)
 	if err != nil {
@@ -391,7 +488,7 @@ func (t *Tx) unreconciledCommits(planKey string, p planProgress) error {
 	covered := -1
 	if p.continued != nil {
 		for i, e := range entries {
-			if e.AttemptID == p.continued.AttemptID {
+			if e.AttemptID == p.continued.Approval.HeadAttempt {
 				covered = i
 			}
 		}
@@ -412,11 +509,10 @@ func (t *Tx) unreconciledCommits(planKey string, p planProgress) error {
 	return nil
 }
 
-// continuedPrefix folds an approved continuation into the progress: the
-// checkpoint's prefix counts as completed at the present revision (its
-// approval stands for every item of that revision and snapshot), and the
-// checkpoint's commit is part of the completed prefix the head guard
-// follows.
+// continuedPrefix folds an approved continuation into the progress: its
+// prefix counts as completed at the present revision (the approval stands
+// for every item of that revision and snapshot), and the prefix's head
+// commit is part of the completed prefix the head guard follows.
 func (p *planProgress) continuedPrefix(cp *Checkpoint) {
 	if cp == nil {
 		return
@@ -424,11 +520,12 @@ func (p *planProgress) continuedPrefix(cp *Checkpoint) {
 	p.continued = cp
 	p.executed = true
 	for _, it := range p.items {
-		if _, done := p.completed[it.Item]; !done && it.Item <= cp.Item {
+		if _, done := p.completed[it.Item]; !done && it.Item <= cp.Approval.PrefixItem {
 			p.completed[it.Item] = p.plan.SnapshotID
 		}
 	}
 	p.completedIDs[cp.AttemptID] = true
+	p.completedIDs[cp.Approval.HeadAttempt] = true
 }
 
 // Progress is GET /api/runner's view of the plan run, read from rows

@@ -15,7 +15,8 @@ package store
 // Version 9 is the contract's v14 ("Scope continuation (#88)": "v14 binds
 // continuation approvals to snapshots"): the checkpoints table, one row per
 // runner commit that recorded a scope finding, with the leaf entries of its
-// tree, and continuation_approvals, each bound to a revision and a snapshot
+// tree, and continuation_approvals, each bound to a revision, a snapshot
+// and the completed prefix it continues after (its last item and head)
 // (snapshot_id NOT NULL: no build before v9 stored a continuation approval,
 // so no unbound legacy approval can exist to admit execution). The
 // contract's v11 and v15 belong to the planning requests table, built with
@@ -188,6 +189,9 @@ CREATE TABLE continuation_approvals (
 	revision       INTEGER NOT NULL,
 	snapshot_id    TEXT NOT NULL,
 	review_version INTEGER NOT NULL,
+	prefix_item    INTEGER NOT NULL,
+	head_attempt   TEXT NOT NULL,
+	head_commit    TEXT NOT NULL,
 	created_at     INTEGER NOT NULL,
 	PRIMARY KEY (plan_key, checkpoint, revision, snapshot_id)
 );
