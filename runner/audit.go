@@ -117,9 +117,10 @@ func (c *Coordinator) auditsFailedRun(j *job, s dadapter.Settlement) bool {
 }
 
 // inspect asks D for the change manifest of j's task storage and hands
-// the audit's finding ("" for none) and the manifest to then, on the loop. The inspection
-// only reads the storage, and publication's guards all run after it, so
-// a stop that arrives meanwhile is seen by the terminal write.
+// the audit's finding ("" for none) and the manifest to then, on the
+// loop. The inspection only reads the storage, and publication's guards
+// all run after it, so a stop that arrives meanwhile is seen by the
+// terminal write.
 func (c *Coordinator) inspect(j *job, then func(finding string, m dadapter.ChangeManifest)) {
 	c.traceAttempt(j.attemptID, "inspection %s", j.attemptID)
 	c.deps.D.InspectTaskChanges(context.Background(), j.storage, func(m dadapter.ChangeManifest, err error) {

@@ -61,6 +61,9 @@
 //	start / resume (#91, #107)            Coordinator.Start, Resume, store.Tx.StartPlan, ResumePlan
 //	ItemExecutor, ItemExecutor.close()    planRun, continueRun, store.Tx.NextPlanItem; Drained (step 5a)
 //	approvals (execution gate)            store.Tx.Approve, approvalGate
+//	scope finding, pauseForAmendment      outOfScope, pauseForScope, store.Tx.PauseForAmendment
+//	scope continuation (#88)              store.Tx.ApproveContinuation, LatestCheckpoint, Progress
+//	checkTaskTree (#81)                   checkTree, dadapter.D.CheckTaskTree, dadapter.TaskTree
 //	one event, one synchronous turn       Loop (GoroutineLoop, sim.Loop), Coordinator.post, call, event
 //
 // Startup and shutdown (the application's order lives in package app):
