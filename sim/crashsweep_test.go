@@ -66,12 +66,29 @@ func newTask(name string) step {
 }
 
 // approvedPlan creates a task with a two-item plan, every item approved.
-func approvedPlan(name string) step {
+// doc, when not empty, is a plan document the task's plan imports first
+// as its next revision (the items' specs, scopes included).
+func approvedPlan(name, doc string) step {
 	return func(w *sweepWorld) bool {
+		var items []store.ItemInput
+		if doc != "" {
+			parsed, err := plan.Parse([]byte(doc))
+			if err == nil {
+				items, err = store.ItemInputs(parsed)
+			}
+			if err != nil {
+				panic(err) // a fixed, valid document
+			}
+		}
 		id := store.Identity{RepositoryID: "r", TaskID: name, PlanID: "p"}
 		err := w.Store.Update(func(tx *store.Tx) error {
 			if err := tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one", "two"}}); err != nil {
 				return err
+			}
+			if items != nil {
+				if _, err := tx.ImportPlan(id.Key(), 1, items); err != nil {
+					return err
+				}
 			}
 			for _, item := range []int{1, 2} {
 				if _, err := tx.Approve(id.Key(), item); err != nil {
@@ -87,40 +104,10 @@ func approvedPlan(name string) step {
 	}
 }
 
-// scopedPlan creates a task whose plan document's item 1 declares the
-// scope src/ and item 2 a modify of README.md, every item approved.
-func scopedPlan(name string) step {
-	return func(w *sweepWorld) bool {
-		id := store.Identity{RepositoryID: "r", TaskID: name, PlanID: "p"}
-		doc, err := plan.Parse([]byte(`{"format": "codeboost-plan/1", "title": "Scoped", "items": [
-			{"title": "one", "scope": ["src/"]}, {"title": "two", "files": [{"op": "modify", "path": "README.md"}]}]}`))
-		if err != nil {
-			panic(err) // a fixed, valid document
-		}
-		items, err := store.ItemInputs(doc)
-		if err != nil {
-			panic(err)
-		}
-		err = w.Store.Update(func(tx *store.Tx) error {
-			if err := tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one", "two"}}); err != nil {
-				return err
-			}
-			if _, err := tx.ImportPlan(id.Key(), 1, items); err != nil {
-				return err
-			}
-			for _, item := range []int{1, 2} {
-				if _, err := tx.Approve(id.Key(), item); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err == nil {
-			w.keys[name] = id.Key()
-		}
-		return err == nil
-	}
-}
+// scopedPlan is the plan of the workload's scope pause: item 1 declares
+// the scope src/, item 2 a modify of README.md.
+const scopedPlan = `{"format": "codeboost-plan/1", "title": "Scoped", "items": [
+	{"title": "one", "scope": ["src/"]}, {"title": "two", "files": [{"op": "modify", "path": "README.md"}]}]}`
 
 // startPlan is the user's start; the run admits item 1 as name.
 func startPlan(task, name string) step {
@@ -220,7 +207,7 @@ func advance(d time.Duration) step {
 
 func sweepWorkload() []step {
 	return []step{
-		newTask("T1"), newTask("T2"), newTask("T3"), newTask("T4"), newTask("T5"), approvedPlan("T6"), newTask("T7"), newTask("T8"), newTask("T9"),
+		newTask("T1"), newTask("T2"), newTask("T3"), newTask("T4"), newTask("T5"), approvedPlan("T6", ""), newTask("T7"), newTask("T8"), newTask("T9"),
 		admit("T1", words.KindReview, "A"),   // read-only, completes
 		admit("T2", words.KindExecute, "B"),  // writable, stopped: export, storage
 		admit("T3", words.KindReview, "C"),   // runs into the task budget
@@ -250,7 +237,7 @@ func sweepWorkload() []step {
 		leaves("I", dadapter.ChangeManifest{Nested: []string{"vendor/x"}}),
 		failOnce("store/finding-write"),
 		settle("I", 0, `{"ok":true}`),
-		scopedPlan("T10"),
+		approvedPlan("T10", scopedPlan),
 		startPlan("T10", "J"), // writable, changes a path outside item 1's scope: committed, then a scope pause
 		leaves("J", dadapter.ChangeManifest{Changes: []dadapter.Change{
 			{Path: "src/a.go", Kind: dadapter.ChangeModified}, {Path: "docs/x.md", Kind: dadapter.ChangeAdded}}}),
