@@ -354,10 +354,14 @@ func (w *sweepWorld) check(t testing.TB, label string) {
 		if slices.Contains(w.D.Refs(), a.ID) && (a.State != words.Completed || a.SafetyFinding != "") {
 			fail("attempt %s ended %s (finding %q) with its commit ref left", w.Name(a.ID), a.State, a.SafetyFinding)
 		}
-		// Nobody removes storage behind the sweep's back: storage that
-		// recovery could not find was lost by the runner itself.
-		if strings.Contains(a.Diagnostic, "found no task storage") && !w.fresh {
-			fail("writable attempt %s lost its partial output: its storage was gone before recovery exported it", w.Name(a.ID))
+		// Nobody removes storage behind the sweep's back, and the sweep
+		// makes no export fail: an export that failed (storage recovery
+		// could not find, or storage gone by the time of its export) was
+		// the runner's own loss. Only a crash before the baseline's save
+		// leaves nothing to export from, and a fresh process, which has
+		// no D of the simulated kind, cannot export.
+		if strings.Contains(a.Diagnostic, words.PartialExportFailed) && !strings.Contains(a.Diagnostic, words.PartialNoBaseline) && !w.fresh {
+			fail("writable attempt %s lost its partial output: %s", w.Name(a.ID), a.Diagnostic)
 		}
 	}
 	if entries, err := os.ReadDir(filepath.Join(w.Root(), w.Owner, "attempts")); err == nil {
