@@ -61,8 +61,8 @@ type Options struct {
 	// RunnerRoot holds the runner-owned repositories
 	// (<RunnerRoot>/<owner>/repositories) and D's staging directories.
 	RunnerRoot string
-	// HelperImage is the image of the keeper, seeder, export and commit
-	// containers (image.Helper builds it).
+	// HelperImage is the image of the keeper, seeder, export, inspect,
+	// tree-check and commit containers (image.Helper builds it).
 	HelperImage string
 
 	Grace         time.Duration

@@ -50,8 +50,8 @@ var Applets = []string{
 func HelperConfig() Config { return Config{Env: []string{"PATH=/usr/bin:/bin"}} }
 
 // Helper builds (once; see Build) the helper image task storage runs in,
-// the keeper, seeder, export and commit containers, and returns its
-// reference, HelperName tagged by content.
+// the keeper, seeder, export, inspect, tree-check and commit containers,
+// and returns its reference, HelperName tagged by content.
 //
 // The image is HelperFiles: busybox and git taken from the host. Host git
 // with its shared libraries was chosen over a git written in Go or a git
