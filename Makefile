@@ -18,12 +18,13 @@ staticcheck:
 # test is what CI runs: vet, staticcheck, every package (the browser tests
 # drive Debian's chromium; the bite test builds one shard of the named
 # mutants with -overlay and runs what claims them), then RACE_PKGS under
-# the race detector (the bite test, TestScenarios and the browser tests skip
-# themselves there; scenarios/TestTracesRepeat replays every scenario at
-# GOMAXPROCS 1 and 2 and compares the traces, there only:
-# CODEBOOST_TRACES_UNDER_RACE=1 skips it in the plain pass), then the plan
-# parser's fuzz target briefly (fuzz-parse). Every fuzz target's seed
-# corpus runs as a plain test in both passes; fuzzing the
+# the race detector (the bite test and the browser tests skip themselves
+# there). CODEBOOST_SCENARIOS_SPLIT=1 splits the scenario replays: the
+# plain pass's TestTracesRepeat replays every scenario at GOMAXPROCS 1 and 2
+# and compares the traces, the race pass's TestScenarios replays each once.
+# In the background beside them: go vet, staticcheck and the plan parser's
+# fuzz target briefly (fuzz-parse). Every fuzz target's seed corpus runs as
+# a plain test in both passes; fuzzing the
 # server's POST endpoints needs an instrumented build of the whole server
 # (three minutes of a cold CI run), so `make fuzz` does that.
 #
@@ -41,9 +42,9 @@ staticcheck:
 # test at a time whatever the package, by a lock file: objects one plants
 # would make another's runner refuse admission), and beside the rest: they
 # mostly wait on the engine, so they run in the background while the rest
-# uses the CPU, and their output follows the rest's. go vet and staticcheck
-# run in the background too: the test passes' long tails (the scenarios,
-# one package) leave a core idle for them.
+# uses the CPU, and their output follows the rest's. go vet, staticcheck and
+# fuzz-parse run in the background too: the test passes' long tails (the
+# scenarios, one package) leave a core idle for them.
 DOCKER_PKGS = ./dadapter/docker/... ./e2e
 
 # RACE_PKGS are the packages the race pass runs: every one with shared
@@ -56,21 +57,20 @@ DOCKER_PKGS = ./dadapter/docker/... ./e2e
 # build tools under internal/ (mutants, import rules).
 RACE_PKGS = $$($(GO) list ./... | grep -v -e /dadapter/docker -e /e2e -e /internal/ -e /dadapter/gitrepo \
 	-e '/plan$$' -e '/dadapter$$' -e /dadapter/dtest -e /dadapter/nodocker)
-BITE_SHARDS ?= 12
+BITE_SHARDS ?= 24
 BITE_SHARD ?= $(shell echo $$(( $$(git rev-list --count HEAD 2>/dev/null || echo 0) % $(BITE_SHARDS) )))/$(BITE_SHARDS)
 test:
 	@log=$$(mktemp); lint=$$(mktemp); \
 	echo "go test -p 1 $(DOCKER_PKGS) (in the background; its output follows the rest)"; \
 	$(GO) test -p 1 -timeout 20m $(DOCKER_PKGS) >$$log 2>&1 & docker=$$!; \
-	echo "go vet, staticcheck (in the background; their output follows the rest)"; \
-	$(MAKE) --no-print-directory vet staticcheck >$$lint 2>&1 & linters=$$!; \
+	echo "go vet, staticcheck, fuzz-parse (in the background; their output follows the rest)"; \
+	$(MAKE) --no-print-directory vet staticcheck fuzz-parse >$$lint 2>&1 & linters=$$!; \
 	echo "CODEBOOST_BITE_SHARD=$(BITE_SHARD) go test ./... (but the Docker suites)" && \
-	CODEBOOST_BITE_SHARD=$(BITE_SHARD) CODEBOOST_TRACES_UNDER_RACE=1 $(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e /dadapter/docker -e /e2e) && \
+	CODEBOOST_BITE_SHARD=$(BITE_SHARD) CODEBOOST_SCENARIOS_SPLIT=1 $(GO) test -timeout 20m $$($(GO) list ./... | grep -v -e /dadapter/docker -e /e2e) && \
 	echo "go test -race (RACE_PKGS: every package but the Docker suites, internal/, gitrepo, plan, dadapter, dtest, nodocker)" && \
-	$(GO) test -timeout 20m -race $(RACE_PKGS) && \
-	$(MAKE) --no-print-directory fuzz-parse; rc=$$?; \
+	CODEBOOST_SCENARIOS_SPLIT=1 $(GO) test -timeout 20m -race $(RACE_PKGS); rc=$$?; \
 	wait $$linters; lrc=$$?; \
-	echo "go vet, staticcheck:"; cat $$lint; rm -f $$lint; \
+	echo "go vet, staticcheck, fuzz-parse:"; cat $$lint; rm -f $$lint; \
 	wait $$docker; drc=$$?; \
 	echo "go test $(DOCKER_PKGS):"; cat $$log; rm -f $$log; \
 	[ $$rc -eq 0 ] && [ $$lrc -eq 0 ] && [ $$drc -eq 0 ]

@@ -17,12 +17,12 @@ import (
 // so one pass of `go test -race ./scenarios` proves what the old
 // `-count=3 -race -cpu 1,2` run did at a third of the cost.
 //
-// make test sets CODEBOOST_TRACES_UNDER_RACE=1 for its plain pass, so that
-// a CI run replays every scenario twice (here, under -race) rather than
-// four times; `go test ./scenarios` alone still runs it.
+// make test sets CODEBOOST_SCENARIOS_SPLIT=1: a CI run then replays every
+// scenario three times in all, not six: twice here in the plain pass,
+// once (TestScenarios) under -race. Unset, both tests run in both passes.
 func TestTracesRepeat(t *testing.T) {
-	if !raceEnabled && os.Getenv("CODEBOOST_TRACES_UNDER_RACE") == "1" {
-		t.Skip("the race pass of this run compares the traces (CODEBOOST_TRACES_UNDER_RACE=1)")
+	if raceEnabled && os.Getenv(splitEnv) == "1" {
+		t.Skip("the plain pass of this run compares the traces; under -race TestScenarios replays every scenario (" + splitEnv + "=1)")
 	}
 	procs := []int{1, 2}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
