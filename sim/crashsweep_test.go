@@ -546,9 +546,9 @@ func sweep(t testing.TB) {
 	events := dry.Loop.Events()
 	stride := 1
 	if raceEnabled {
-		// The race detector makes each run slow: sample every sixteenth
-		// point (the plain pass of the same CI run crashes at every one).
-		stride = 16
+		// The race detector makes each run slow: sample every 32nd point
+		// (the plain pass of the same CI run crashes at every one).
+		stride = 32
 	}
 	points, fresh := 0, 0
 	sample := 10 * stride // every tenth crash point also goes through a fresh OS process

@@ -79,7 +79,10 @@ func RunTests(ctx context.Context, bin, dir, pattern string, failfast bool, over
 	}
 	cmd := exec.CommandContext(ctx, bin, append(args, extra...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=", OverlayEnv+"="+overlay)
+	// The claiming tests run whole: a CI pass that splits the scenario
+	// replays between its passes (CODEBOOST_SCENARIOS_SPLIT, make test)
+	// must not make a claimed TestScenarios skip itself under a mutant.
+	cmd.Env = append(os.Environ(), "GOFLAGS=", OverlayEnv+"="+overlay, "CODEBOOST_SCENARIOS_SPLIT=")
 	// A process the tests started and left behind must not hold the output
 	// pipe open forever once the binary has exited or been cancelled.
 	cmd.WaitDelay = 10 * time.Second
