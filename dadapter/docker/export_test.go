@@ -89,16 +89,13 @@ func TestExportEditsAndNewFiles(t *testing.T) {
 	}
 }
 
-// TestExportNotices: what the diff leaves out is named in codeboost: lines
-// before it: a changed file over 8 MiB (whose bytes are not in the diff),
-// an untracked nested repository, an untracked path git will not add, an
-// entry named .git, a fifo, an ignored path, and a changed file whose ident
-// attribute is set.
-func TestExportNotices(t *testing.T) {
-	s := newSeeded(t)
-	big := strings.Repeat("x", bigFileBytes+1)
-	s.writeIn(s.st.keeper, taskDir, 1000, 1000, map[string]string{
-		"big.bin":                "B" + big,
+// withGitSkipped adds to files what Git skips or will not take, in the
+// seeded fixture's writeIn form: an untracked nested repository, an entry
+// named .git beside a file, a path Git will not add, a fifo and a file
+// the seed's .gitignore ignores. The export's notices and the
+// inspection's lists are both measured on it.
+func withGitSkipped(files map[string]string) map[string]string {
+	for name, data := range map[string]string{
 		"nested/.git/HEAD":       "ref: refs/heads/main\n",
 		"nested/.git/objects/.k": "",
 		"nested/.git/refs/.k":    "",
@@ -108,9 +105,25 @@ func TestExportNotices(t *testing.T) {
 		"sub/.gitmodules":        "->elsewhere",
 		"pipe":                   "|fifo",
 		"x.log":                  "ignored\n",
-		".gitattributes":         "*.id ident\n",
-		"f.id":                   "$Id$\n",
-	})
+	} {
+		files[name] = data
+	}
+	return files
+}
+
+// TestExportNotices: what the diff leaves out is named in codeboost: lines
+// before it: a changed file over 8 MiB (whose bytes are not in the diff),
+// an untracked nested repository, an untracked path git will not add, an
+// entry named .git, a fifo, an ignored path, and a changed file whose ident
+// attribute is set.
+func TestExportNotices(t *testing.T) {
+	s := newSeeded(t)
+	big := strings.Repeat("x", bigFileBytes+1)
+	s.writeIn(s.st.keeper, taskDir, 1000, 1000, withGitSkipped(map[string]string{
+		"big.bin":        "B" + big,
+		".gitattributes": "*.id ident\n",
+		"f.id":           "$Id$\n",
+	}))
 	r, err := export(t, context.Background(), s.d, s.st, 1<<20)
 	if err != nil {
 		t.Fatal(err)

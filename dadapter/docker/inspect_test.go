@@ -78,21 +78,12 @@ func TestInspectChanges(t *testing.T) {
 // come back byte for byte.
 func TestInspectNotices(t *testing.T) {
 	s := newSeeded(t)
-	s.writeIn(s.st.keeper, taskDir, 1000, 1000, map[string]string{
-		"nested/.git/HEAD":       "ref: refs/heads/main\n",
-		"nested/.git/objects/.k": "",
-		"nested/.git/refs/.k":    "",
-		"nested/inner.txt":       "inside the nested repository\n",
-		"junk/.git/x":            "not a repository\n",
-		"junk/beside.txt":        "beside a .git entry\n",
-		"sub/.gitmodules":        "->elsewhere",
-		"pipe":                   "|fifo",
-		"x.log":                  "ignored\n",
-		"odd\nname.txt":          "a newline in the name\n",
-		"tab\there.txt":          "a tab in the name\n",
-		"-dash-link":             "->a target\nwith a newline\tand a tab",
-		"line\nbreak.log":        "ignored, with a newline\n",
-	})
+	s.writeIn(s.st.keeper, taskDir, 1000, 1000, withGitSkipped(map[string]string{
+		"odd\nname.txt":   "a newline in the name\n",
+		"tab\there.txt":   "a tab in the name\n",
+		"-dash-link":      "->a target\nwith a newline\tand a tab",
+		"line\nbreak.log": "ignored, with a newline\n",
+	}))
 	m, err := inspect(t, context.Background(), s.d, s.st)
 	if err != nil {
 		t.Fatal(err)

@@ -197,6 +197,22 @@ func hungOptions(o *Options) { o.CallTimeout = hungCallTimeout }
 
 const hungCallTimeout = 5 * time.Second
 
+// agentBehindProxy starts a sleeping agent on storage the real engine
+// allocated, through a D whose engine is reached by a proxy the test can
+// stall or drop (tweak sets its options), and returns once the agent's
+// setup is through.
+func (w *world) agentBehindProxy(t *testing.T, tweak ...func(*Options)) (*proxy, *D, dadapter.InvocationInput, *invocation) {
+	t.Helper()
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
+	p := newProxy(t, w.cli)
+	d := w.adapter(p.newClient(t), tweak...)
+	lend(t, d, st)
+	in := w.input(st, "sleep")
+	inv := start(t, d, in)
+	p.awaitSetup(t)
+	return p, d, in, inv
+}
+
 // TestSettleWhenEngineHangs: decision 4: with every engine request
 // hanging, a Cancel still settles, within Grace + CallTimeout (the stop
 // that never answers) + the cleanup window, with the stop reason and the
@@ -204,13 +220,7 @@ const hungCallTimeout = 5 * time.Second
 // still runs, and the command a person would run removes it.
 func TestSettleWhenEngineHangs(t *testing.T) {
 	w := newWorld(t)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), hungOptions)
-	lend(t, d, st)
-	in := w.input(st, "sleep")
-	inv := start(t, d, in)
-	p.awaitSetup(t)
+	p, d, in, inv := w.agentBehindProxy(t, hungOptions)
 	id := w.onlyAgent(in.AttemptID)
 
 	p.Stall(nil)
@@ -234,13 +244,7 @@ func TestSettleWhenEngineHangs(t *testing.T) {
 // with the container in Unreleased.
 func TestSettleWhenEngineUnreachable(t *testing.T) {
 	w := newWorld(t)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), hungOptions)
-	lend(t, d, st)
-	in := w.input(st, "sleep")
-	inv := start(t, d, in)
-	p.awaitSetup(t)
+	p, d, in, inv := w.agentBehindProxy(t, hungOptions)
 	id := w.onlyAgent(in.AttemptID)
 
 	p.Drop()
@@ -258,13 +262,7 @@ func TestSettleWhenEngineUnreachable(t *testing.T) {
 // removed and nothing is unreleased.
 func TestCleanupRetriesUntilEngineAnswers(t *testing.T) {
 	w := newWorld(t)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), hungOptions, func(o *Options) { o.CleanupWindow = 10 * time.Second })
-	lend(t, d, st)
-	in := w.input(st, "sleep")
-	inv := start(t, d, in)
-	p.awaitSetup(t)
+	p, d, in, inv := w.agentBehindProxy(t, hungOptions, func(o *Options) { o.CleanupWindow = 10 * time.Second })
 
 	p.Stall(isDelete) // the stop goes through; the removals hang
 	inv.h.Cancel(words.StopCancelled)
@@ -290,16 +288,10 @@ func TestCleanupRetriesUntilEngineAnswers(t *testing.T) {
 // the removal is retried about once a second for 60 s after the first
 // failure, and the handle then settles.
 func testCleanupWindowFullLength(t *testing.T, w *world) {
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), func(o *Options) {
+	p, d, in, inv := w.agentBehindProxy(t, func(o *Options) {
 		o.CleanupWindow, o.CleanupRetry = 0, 0 // the defaults: 60 s, 1 s
 		o.CallTimeout = hungCallTimeout
 	})
-	lend(t, d, st)
-	in := w.input(st, "sleep")
-	inv := start(t, d, in)
-	p.awaitSetup(t)
 	id := w.onlyAgent(in.AttemptID)
 
 	p.Stall(nil)
