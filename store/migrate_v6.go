@@ -21,6 +21,10 @@ func (s *Store) migrateV7() error { return s.migrateFrom(7, addOwedFinding) }
 // new, and migrateFrom adds them from the schema.
 func (s *Store) migrateV8() error { return s.migrateFrom(8) }
 
+// migrateV9 moves a v9 database to v10: the questions and planning
+// requests tables are new, and migrateFrom adds them from the schema.
+func (s *Store) migrateV9() error { return s.migrateFrom(9) }
+
 // addOwedFinding is v8's change: the evidence and the explicit owed marker
 // of a safety finding owed at a human gate.
 const addOwedFinding = `ALTER TABLE tasks ADD COLUMN owed_finding TEXT; ALTER TABLE tasks ADD COLUMN owed_attempt TEXT`

@@ -108,6 +108,8 @@ func (s *Store) migrate() error {
 		return s.migrateV7() // tasks without an owed finding
 	case v == 8:
 		return s.migrateV8() // no scope checkpoints
+	case v == 9:
+		return s.migrateV9() // no questions or planning requests
 	default:
 		return fmt.Errorf("store: database schema version %d is not supported by this build (wants %d)", v, schemaVersion)
 	}

@@ -23,9 +23,16 @@ package store
 // the suggestion coordinator; its v12's stamped choices are v6's
 // choices.review_version. v6 → v9 is migrateV6, v7 → v9 migrateV7, v8 → v9
 // migrateV8 (new tables only, which every migration adds from schema).
-const schemaVersion = 9
+// Version 10 adds the neighbouring lanes' tables (issue 11): questions,
+// one row per Ask question (its note, its read-only question attempt's
+// state and answer), and plan_requests, the suggestion coordinator's
+// requests: the contract's v11 (mode: suggestion or draft) and v15 (each
+// request bound to the checkpoint, the audited head and the completed
+// prefix it was captured at) columns. v9 → v10 is migrateV9 (new tables
+// only).
+const schemaVersion = 10
 
-// schema is the whole v9 schema. Times are Unix milliseconds from the injected
+// schema is the whole v10 schema. Times are Unix milliseconds from the injected
 // clock, so that simulated runs are repeatable.
 const schema = `
 CREATE TABLE plans (
@@ -195,6 +202,36 @@ CREATE TABLE continuation_approvals (
 	created_at     INTEGER NOT NULL,
 	PRIMARY KEY (plan_key, checkpoint, revision, snapshot_id)
 );
+CREATE TABLE questions (
+	id            TEXT PRIMARY KEY,
+	plan_key      TEXT NOT NULL REFERENCES tasks(plan_key),
+	note_id       INTEGER NOT NULL,
+	state         TEXT NOT NULL CHECK (state IN ('pending','running','completed','failed')),
+	answer        TEXT,
+	reason        TEXT,
+	retryable     INTEGER NOT NULL DEFAULT 0,
+	allocation_id TEXT NOT NULL,
+	created_at    INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL
+);
+CREATE INDEX questions_by_task ON questions(plan_key, created_at);
+CREATE TABLE plan_requests (
+	id            TEXT PRIMARY KEY,
+	plan_key      TEXT NOT NULL REFERENCES plans(key),
+	mode          TEXT NOT NULL CHECK (mode IN ('suggestion','draft')),
+	revision      INTEGER NOT NULL,
+	snapshot_id   TEXT NOT NULL,
+	state         TEXT NOT NULL CHECK (state IN ('pending','ready','consumed','failed','cancelled','invalidated')),
+	reason        TEXT,
+	cause         TEXT,
+	reply         TEXT,
+	checkpoint    TEXT,
+	audited_head  TEXT,
+	prefix_item   INTEGER,
+	created_at    INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL
+);
+CREATE INDEX plan_requests_by_plan ON plan_requests(plan_key, created_at);
 CREATE TABLE app_settings (
 	key   TEXT PRIMARY KEY,
 	value TEXT NOT NULL

@@ -219,7 +219,8 @@ func TestOpenRefusesASchemaItCannotComplete(t *testing.T) {
 		name, setup, want string
 		sameTables        bool
 	}{
-		{"v9 with an older attempts table", `CREATE TABLE attempts (id TEXT PRIMARY KEY); PRAGMA user_version = 9;`, "complete the v9 schema", false},
+		{"v10 with an older attempts table", `CREATE TABLE attempts (id TEXT PRIMARY KEY); PRAGMA user_version = 10;`, "complete the v10 schema", false},
+		{"v9 with another questions table", `CREATE TABLE questions (id TEXT PRIMARY KEY); PRAGMA user_version = 9;`, "migrate v9", true},
 		{"v8 with another checkpoints table", `CREATE TABLE checkpoints (attempt_id TEXT PRIMARY KEY); PRAGMA user_version = 8;`, "migrate v8", true},
 		{"v7 without tasks", `CREATE TABLE plans (key TEXT PRIMARY KEY); PRAGMA user_version = 7;`, "migrate v7", true},
 		{"v6 without plan items", `CREATE TABLE plans (key TEXT PRIMARY KEY); PRAGMA user_version = 6;`, "migrate v6", true},
