@@ -41,6 +41,10 @@ var outputSchemas = map[string]outputSchema{
 // kind: at most the Store's bound on attempts.result (1 MiB, inclusive),
 // one JSON object, and its kind's known fields of their types, "usage"
 // an object when present.
+// ValidOutput is validOutput for the question coordinator (package ask),
+// whose answers are results of the same schema.
+func ValidOutput(kind string, out []byte) bool { return validOutput(kind, out) }
+
 func validOutput(kind string, out []byte) bool {
 	if len(out) == 0 || len(out) > store.MaxResult || !json.Valid(out) {
 		return false

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/codeboost/codeboost/ask"
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/simd"
 	"github.com/codeboost/codeboost/failpoints"
@@ -41,8 +42,14 @@ type World struct {
 	Store  *store.Store
 	Runner *runner.Coordinator
 	Owner  string
-	Config Config
+	// Ask is the question coordinator of the running process, on the
+	// same loop and Store as the runner, under its own owner token. It is
+	// built with the process; Open (the ask-open command) is its startup.
+	Ask      *ask.Coordinator
+	AskOwner string
+	Config   Config
 
+	askIDs   *ids.Seeded // Ask's owner tokens
 	trace    []string
 	aliases  map[string]string // UUID → name given by the script
 	names    map[string]string // name → UUID
@@ -54,7 +61,7 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 	if fp == nil {
 		fp = failpoints.New()
 	}
-	w := &World{Dir: dir, DBPath: filepath.Join(dir, "codeboost.db"), Loop: &Loop{}, IDs: ids.NewSeeded(cfg.Seed),
+	w := &World{Dir: dir, DBPath: filepath.Join(dir, "codeboost.db"), Loop: &Loop{}, IDs: ids.NewSeeded(cfg.Seed), askIDs: ids.NewSeeded(cfg.Seed ^ 0xa5a5),
 		FP: fp, Config: cfg, aliases: map[string]string{}, names: map[string]string{}}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -93,7 +100,17 @@ func (w *World) boot() error {
 		st.Close()
 		return err
 	}
-	w.Store, w.Owner = st, token
+	var askToken string
+	if err := capability.Update(func(tx *store.Tx) (err error) {
+		// Its own seeded source: Ask's token must not shift the IDs
+		// every other scenario's trace was written with.
+		askToken, err = tx.AskOwnerToken(uint64(fi.Dev), fi.Ino, w.askIDs.Token)
+		return err
+	}); err != nil {
+		st.Close()
+		return err
+	}
+	w.Store, w.Owner, w.AskOwner = st, token, askToken
 	root := w.Root()
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		st.Close()
@@ -108,6 +125,12 @@ func (w *World) boot() error {
 		Trace:     func(_, line string) { w.Trace(line) },
 		StopGroup: func(_ context.Context, g dadapter.ProcessGroup) error { return w.D.StopGroup(g) },
 	})
+	if err != nil {
+		st.Close()
+		return err
+	}
+	w.Ask, err = ask.New(ask.Config{Store: st, Capability: capability, D: w.D, Loop: w.Loop, Clock: w.Clock, IDs: w.IDs,
+		Owner: askToken, Trace: w.Trace})
 	if err != nil {
 		st.Close()
 		return err
@@ -130,7 +153,7 @@ func (w *World) Crash() {
 	w.Clock.timers = nil
 	w.D.ProcessDied()
 	w.Store.Close()
-	w.Runner = nil
+	w.Runner, w.Ask = nil, nil
 }
 
 // Restart starts a new runner process over the same database file and runs
@@ -216,7 +239,7 @@ var uuidInLine = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab]
 // errors) by <world>, the runner owner token by <owner>, and the virtual
 // time in front.
 func (w *World) Trace(line string) {
-	if w.nextName != "" && strings.HasPrefix(line, "admitted ") {
+	if w.nextName != "" && (strings.HasPrefix(line, "admitted ") || strings.HasPrefix(line, "ask: admitted ")) {
 		if id := uuidInLine.FindString(line); id != "" && w.aliases[id] == "" {
 			w.Alias(id, w.nextName)
 			w.nextName = ""
@@ -227,6 +250,9 @@ func (w *World) Trace(line string) {
 		line = strings.ReplaceAll(line, w.Dir, "<world>")
 	}
 	line = strings.ReplaceAll(line, w.Owner, "<owner>")
+	if w.AskOwner != "" {
+		line = strings.ReplaceAll(line, w.AskOwner, "<ask-owner>")
+	}
 	w.trace = append(w.trace, fmt.Sprintf("%s %s", w.Clock.Now().Sub(Epoch), line))
 }
 

@@ -122,6 +122,17 @@ var contextEffects = map[string]contextEffect{
 	"Tx.NeedsHumanGuidance": doesNotChangeContext,
 	"Tx.AddFinding":         doesNotChangeContext,
 
+	// *store.Tx: questions (questions.go). A question's note moves the
+	// state version; the question's own lifecycle is not the task's.
+	"Tx.AskQuestion":           doesNotChangeContext,
+	"Tx.StartQuestion":         doesNotChangeContext,
+	"Tx.FinishAnswer":          doesNotChangeContext,
+	"Tx.FailQuestion":          doesNotChangeContext,
+	"Tx.FailLeftoverQuestions": doesNotChangeContext,
+	"Tx.Question":              doesNotChangeContext,
+	"Tx.Questions":             doesNotChangeContext,
+	"Tx.AskOwnerToken":         doesNotChangeContext,
+
 	// *store.Tx: readers.
 	"Tx.Attempt":         doesNotChangeContext,
 	"Tx.Attempts":        doesNotChangeContext,

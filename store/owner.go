@@ -38,7 +38,37 @@ var ErrBadOwnerToken = errors.New("the stored runner owner token is not 32 lower
 // checked too. The write touches only app_settings: no task, state version
 // or context generation changes.
 func (t *Tx) RunnerOwnerToken(device, inode uint64, newToken func() string) (string, error) {
-	token, hasToken, err := t.ownerSetting(settingOwnerToken)
+	return t.ownerToken(runnerOwnerKeys, device, inode, newToken)
+}
+
+// AskOwnerToken is Ask's owner token ("Ask's owner": "a second
+// per-database token, ask_owner (Store.askOwnerToken, same rules as the
+// runner token)"): Ask labels its question attempts' objects with it, so
+// the runner's recovery never sees Ask's storage and Ask's recovery never
+// removes the runner's agents. The same rules as RunnerOwnerToken: a bad
+// stored token is refused, a copied database gets a new one.
+func (t *Tx) AskOwnerToken(device, inode uint64, newToken func() string) (string, error) {
+	return t.ownerToken(askOwnerKeys, device, inode, newToken)
+}
+
+// ownerKeys are the app_settings keys of one owner token and the file it
+// was made for.
+type ownerKeys struct {
+	name                 string
+	token, device, inode string
+	bad                  error // the refusal of a stored token that is not one
+}
+
+var (
+	runnerOwnerKeys = ownerKeys{"runner owner token", settingOwnerToken, settingOwnerDevice, settingOwnerInode, ErrBadOwnerToken}
+	askOwnerKeys    = ownerKeys{"Ask owner token", "ask_owner_token", "ask_owner_device", "ask_owner_inode", ErrBadAskOwnerToken}
+)
+
+// ErrBadAskOwnerToken is ErrBadOwnerToken for Ask's token.
+var ErrBadAskOwnerToken = errors.New("the stored Ask owner token is not 32 lowercase hexadecimal characters")
+
+func (t *Tx) ownerToken(k ownerKeys, device, inode uint64, newToken func() string) (string, error) {
+	token, hasToken, err := t.ownerSetting(k.token)
 	if err != nil {
 		return "", err
 	}
@@ -46,13 +76,13 @@ func (t *Tx) RunnerOwnerToken(device, inode uint64, newToken func() string) (str
 		if len(token) > 64 {
 			token = token[:64] + "…"
 		}
-		return "", fmt.Errorf("store: %w: %q", ErrBadOwnerToken, token)
+		return "", fmt.Errorf("store: %w: %q", k.bad, token)
 	}
-	dev, _, err := t.ownerSetting(settingOwnerDevice)
+	dev, _, err := t.ownerSetting(k.device)
 	if err != nil {
 		return "", err
 	}
-	ino, _, err := t.ownerSetting(settingOwnerInode)
+	ino, _, err := t.ownerSetting(k.inode)
 	if err != nil {
 		return "", err
 	}
@@ -65,16 +95,16 @@ func (t *Tx) RunnerOwnerToken(device, inode uint64, newToken func() string) (str
 	}
 	token = newToken()
 	if !ids.ValidToken(token) {
-		return "", fmt.Errorf("store: a new runner owner token %q is not 32 lowercase hexadecimal characters", token)
+		return "", fmt.Errorf("store: a new %s %q is not 32 lowercase hexadecimal characters", k.name, token)
 	}
 	for _, kv := range [][2]string{
-		{settingOwnerToken, token},
-		{settingOwnerDevice, wantDev},
-		{settingOwnerInode, wantIno},
+		{k.token, token},
+		{k.device, wantDev},
+		{k.inode, wantIno},
 	} {
 		if _, err := t.exec(`INSERT INTO app_settings (key, value) VALUES (?, ?)
 			ON CONFLICT (key) DO UPDATE SET value = excluded.value`, kv[0], kv[1]); err != nil {
-			return "", fmt.Errorf("store: save the runner owner token: %w", err)
+			return "", fmt.Errorf("store: save the %s: %w", k.name, err)
 		}
 	}
 	return token, nil

@@ -619,6 +619,18 @@ func (t *Tx) checkActionUnused(planKey, actionID string) error {
 // are only unique inside their plan identity, which is why every event key
 // includes the full plan key.
 func (t *Tx) insertNote(planKey string, revision int, item *int, text string) (int64, error) {
+	id, err := t.insertNoteRow(planKey, revision, item, text)
+	if err != nil {
+		return 0, err
+	}
+	_, err = t.bumpReview(planKey) // a note saved while a plan run is under way stops it before its next item
+	return id, err
+}
+
+// insertNoteRow is insertNote without its review version bump: a
+// question's note (questions.go) asks about the plan and changes nothing
+// a reviewer approved.
+func (t *Tx) insertNoteRow(planKey string, revision int, item *int, text string) (int64, error) {
 	var id int64
 	if err := t.queryRow(`SELECT COALESCE(MAX(id), 0) + 1 FROM notes WHERE plan_key = ?`, planKey).Scan(&id); err != nil {
 		return 0, err
@@ -631,8 +643,7 @@ func (t *Tx) insertNote(planKey string, revision int, item *int, text string) (i
 		planKey, id, revision, it, text, t.nowMS()); err != nil {
 		return 0, err
 	}
-	_, err := t.bumpReview(planKey) // a note saved while a plan run is under way stops it before its next item
-	return id, err
+	return id, nil
 }
 
 // insertEventID inserts e and returns its ID. checkActionUnused has already

@@ -210,15 +210,18 @@ type Terminal struct {
 // MaxDiagnostic bounds every diagnostic written on a row.
 const MaxDiagnostic = 4096
 
-func bound(s string) string {
-	if len(s) <= MaxDiagnostic {
+func bound(s string) string { return cut(s, MaxDiagnostic) }
+
+// cut bounds s at max bytes, keeping UTF-8 whole and marking the cut.
+func cut(s string, max int) string {
+	if len(s) <= max {
 		return s
 	}
-	cut := MaxDiagnostic - len("…")
-	for cut > 0 && s[cut]&0xC0 == 0x80 { // keep UTF-8 whole
-		cut--
+	n := max - len("…")
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
 	}
-	return s[:cut] + "…"
+	return s[:n] + "…"
 }
 
 // Finish writes an attempt's terminal state, in one transaction with the task

@@ -115,7 +115,7 @@ func (s *scenario) web(ts *gts.TestScript) *web.Server {
 		tasks = append(tasks, web.Task{Name: strings.ToLower(name), Identity: s.plan(ts, s.tasks[name]).Identity})
 	}
 	srv, err := web.New(web.Options{Runner: w.Runner, Store: w.Store, Clock: w.Clock, Tasks: tasks,
-		Diagnostics: web.DiagnosticsReader(w.Runner.DiagnosticsDir()), Head: h.head})
+		Diagnostics: web.DiagnosticsReader(w.Runner.DiagnosticsDir()), Head: h.head, Questions: w.Ask})
 	if err != nil {
 		ts.Fatalf("web: %v", err)
 	}
@@ -296,6 +296,13 @@ func (s *scenario) printReply(ts *gts.TestScript, body []byte) {
 	}
 	if r.Status != nil {
 		fmt.Fprintf(ts.Stdout(), "stateVersion: %d\n", r.Status.StateVersion)
+	}
+	var q struct {
+		Question *web.QuestionRow `json:"question"`
+	}
+	if json.Unmarshal(body, &q) == nil && q.Question != nil {
+		fmt.Fprintf(ts.Stdout(), "question: %s state=%s retryable=%v reason=%q\n", s.w.Name(q.Question.ID), q.Question.State,
+			q.Question.Retryable, q.Question.Reason)
 	}
 }
 
@@ -670,6 +677,7 @@ func cmdHTTPStop(ts *gts.TestScript, neg bool, args []string) {
 		// Step 1, in one turn: the server's stopping flag and the
 		// coordinator's barrier.
 		srv.SetStopping()
+		w.Ask.StopAdmission()
 		if err := w.Runner.CloseAdmission(context.Background()); err != nil {
 			ts.Fatalf("%v", err)
 		}

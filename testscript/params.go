@@ -50,6 +50,9 @@ type scenario struct {
 	tasks map[string]string // script name → plan key
 	auto  int               // counter for unnamed action IDs
 	http  httpState         // the review server and its requests in flight (cmd_http.go)
+	// askClosed is the channel Ask's close returned (cmd_ask.go), nil
+	// before ask-close.
+	askClosed <-chan struct{}
 }
 
 func (s *scenario) world(ts *gts.TestScript) *sim.World {

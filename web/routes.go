@@ -23,6 +23,10 @@ func (s *Server) routes() {
 	mux.HandleFunc("POST /api/plan/import", s.postPlanImport)
 	mux.HandleFunc("GET /api/output", s.getOutput)
 	mux.HandleFunc("GET /api/diff", s.getDiff)
+	if s.opt.Questions != nil {
+		mux.HandleFunc("POST /api/questions", s.postQuestion)
+		mux.HandleFunc("GET /api/questions", s.getQuestions)
+	}
 	mux.Handle("GET /metrics", s.metricsHandler())
 	static := s.opt.Static
 	if static == nil {

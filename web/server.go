@@ -50,6 +50,9 @@ type Options struct {
 	// Static replaces the embedded review screen (the browser tests serve
 	// a mutated page script through it); nil serves the embedded one.
 	Static fs.FS
+	// Questions is Ask, the question coordinator (nil: the server has no
+	// question routes).
+	Questions Questions
 	// Demo is shown in the screen's header, so nobody mistakes the demo's
 	// simulated agent for a real one.
 	Demo bool

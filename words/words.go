@@ -58,6 +58,10 @@ const (
 	ServerShuttingDown  = "The review server is shutting down."
 	ActionIDAlreadyUsed = "Action ID already used"
 	ServerStopped       = "Server stopped"
+	// QuestionLeftover is the answer of a question an earlier process
+	// left unanswered: its agent ran in that process, nothing can settle
+	// it now, and asking again can help.
+	QuestionLeftover = "The server stopped before this question was answered. Ask again."
 )
 
 // TaskStatus is a task's status (tasks.status). Attempt states, first

@@ -1,0 +1,178 @@
+package testscript
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/codeboost/codeboost/ask"
+	"github.com/codeboost/codeboost/store"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+// Commands for Ask, the question coordinator (package ask): its startup,
+// a question asked straight at it (the HTTP route is http-begin POST
+// /api/questions), its step-1 stop and step-6 close, and its rows.
+
+func init() {
+	register(
+		Command{Name: "ask-open", Usage: "[!] ask-open",
+			Summary: "runs Ask's startup (fails the questions an earlier process left, recovers Ask's owner's leftovers from D) and asserts that it opened",
+			Example: "ask-open", Run: cmdAskOpen},
+		Command{Name: "ask", Usage: "[!] ask TASK text=TEXT [item=N] [as=NAME] [action=NAME]",
+			Summary: "asks a question as a user action (its note and pending row), and names the question; it then prepares and starts its read-only question attempt",
+			Example: "ask T1 'text=why this order?' item=1 as=Q1", Run: cmdAsk},
+		Command{Name: "question", Usage: "question NAME state=S [answer=TEXT] [reason=TEXT] [retryable=true|false] [item=N|none]",
+			Summary: "asserts a question's durable row",
+			Example: "question Q1 state=failed 'reason=Server stopped' retryable=true", Run: cmdQuestion},
+		Command{Name: "questions", Usage: "questions TASK N",
+			Summary: "asserts the number of the task's questions",
+			Example: "questions T1 2", Run: cmdQuestions},
+		Command{Name: "ask-stop", Usage: "ask-stop",
+			Summary: "shutdown step 1's half for questions (questions.stopAdmission()): a question reaching Ask from now on saves its note, starts no agent and is answered \"Server stopped\"",
+			Example: "ask-stop", Run: cmdAskStop},
+		Command{Name: "ask-close", Usage: "ask-close",
+			Summary: "shutdown step 6's questions.close(): aborts every question in flight; prints whether it has closed",
+			Example: "ask-close", Run: cmdAskClose},
+		Command{Name: "ask-closed", Usage: "[!] ask-closed",
+			Summary: "asserts whether the channel ask-close returned has closed (every question settled, answered and its storage removed)",
+			Example: "ask-closed", Run: cmdAskClosed},
+	)
+}
+
+func cmdAskOpen(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	if err := w.Ask.Open(context.Background()); err != nil {
+		ts.Fatalf("ask-open: %v", err)
+	}
+	w.Loop.Drain()
+	select {
+	case <-w.Ask.Opened():
+	default:
+		s.fatal(ts, "ask-open: Ask's recovery has not ended (is a D operation held?)")
+	}
+	err := w.Ask.OpenErr(context.Background())
+	if err == nil {
+		fmt.Fprintln(ts.Stdout(), "ask: open")
+	}
+	s.expect(ts, neg, "ask-open", err)
+}
+
+func cmdAsk(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: ask TASK text=TEXT [item=N] [as=NAME] [action=NAME]")
+	}
+	r := ask.Request{PlanKey: s.planKey(ts, a.pos[0]), ActionID: s.action(a), Text: a.kv["text"]}
+	if v, ok := a.kv["item"]; ok {
+		n := atoi(ts, "item", v)
+		r.Item = &n
+	}
+	if name := a.kv["as"]; name != "" {
+		if err := w.NameNext(name); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+	resp, err := w.Ask.Ask(context.Background(), r)
+	if a.kv["as"] != "" && err != nil {
+		w.NameNext("") // nothing was admitted: the name stays free
+	}
+	printResponse(ts, s, resp)
+	s.expect(ts, neg, "ask", err)
+}
+
+func (s *scenario) question(ts *gts.TestScript, name string) store.Question {
+	w := s.world(ts)
+	id, err := w.ID(name)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	var q store.Question
+	if err := w.Store.View(func(tx *store.Tx) (err error) {
+		q, err = tx.Question(id)
+		return err
+	}); err != nil {
+		ts.Fatalf("question %s: %v", name, err)
+	}
+	return q
+}
+
+func cmdQuestion(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: question NAME state=S [answer=TEXT] [reason=TEXT] [retryable=BOOL] [item=N|none]")
+	}
+	q := s.question(ts, a.pos[0])
+	item := "none"
+	if q.Item != nil {
+		item = strconv.Itoa(*q.Item)
+	}
+	got := map[string]string{"state": q.State, "answer": q.Answer, "reason": q.Reason,
+		"retryable": strconv.FormatBool(q.Retryable), "item": item}
+	fmt.Fprintf(ts.Stdout(), "question %s: state=%s retryable=%v item=%s\n", a.pos[0], q.State, q.Retryable, item)
+	for _, k := range []string{"state", "answer", "reason", "retryable", "item"} {
+		if want, ok := a.kv[k]; ok && got[k] != want {
+			s.fatal(ts, "question %s: %s is %q, want %q", a.pos[0], k, got[k], want)
+		}
+	}
+}
+
+func cmdQuestions(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 2 {
+		ts.Fatalf("usage: questions TASK N")
+	}
+	var qs []store.Question
+	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) {
+		qs, err = tx.Questions(s.planKey(ts, args[0]))
+		return err
+	}); err != nil {
+		ts.Fatalf("questions: %v", err)
+	}
+	if want := atoi(ts, "N", args[1]); len(qs) != want {
+		s.fatal(ts, "task %s has %d questions, want %d", args[0], len(qs), want)
+	}
+}
+
+func cmdAskStop(ts *gts.TestScript, neg bool, args []string) {
+	get(ts).world(ts).Ask.StopAdmission()
+}
+
+func cmdAskClose(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	closed, err := w.Ask.Close(context.Background())
+	if err != nil {
+		ts.Fatalf("ask-close: %v", err)
+	}
+	w.Loop.Drain()
+	s.askClosed = closed
+	if isClosedRecv(closed) {
+		fmt.Fprintln(ts.Stdout(), "ask: closed")
+	} else {
+		fmt.Fprintln(ts.Stdout(), "ask: closing")
+	}
+}
+
+func cmdAskClosed(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if s.askClosed == nil {
+		ts.Fatalf("ask-closed before ask-close")
+	}
+	if got := isClosedRecv(s.askClosed); got == neg {
+		s.fatal(ts, "Ask closed: %v, want %v", got, !neg)
+	}
+}
+
+func isClosedRecv(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
