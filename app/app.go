@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/codeboost/codeboost/ask"
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/livelog"
 	"github.com/codeboost/codeboost/dadapter/procgroup"
@@ -100,6 +101,8 @@ type App struct {
 	clock        runner.Clock          // the real clock, shared by the runner and the review server
 	output       *livelog.Hub          // running attempts' live output, from D to the review server
 	runner       *runner.Coordinator   // nil before recoverStartup
+	d            dadapter.D            // the D the runner and Ask run on (after recoverStartup)
+	ask          *ask.Coordinator      // the question coordinator; nil before openAsk, or when it could not be built
 	recovery     runner.RecoveryReport // what startup recovery did and left (after recoverStartup)
 	recoveryTook time.Duration         // how long startup recovery took
 	server       Server                // the review server's part in shutdown; nil when none
@@ -152,6 +155,7 @@ func (a *App) Run() error {
 	if err != nil {
 		return a.abandon(err)
 	}
+	a.openAsk() // Ask's startup, after the runner's recovery; a failure leaves questions closed, not the server
 	if err := a.startServer(); err != nil {
 		return a.abandon(err)
 	}
@@ -254,7 +258,7 @@ func (a *App) recoverStartup() error {
 	if err != nil {
 		return err
 	}
-	a.runner = c
+	a.runner, a.d = c, d
 	began := time.Now()
 	if err := c.Recover(context.Background()); err != nil {
 		return err

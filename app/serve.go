@@ -37,6 +37,9 @@ func (a *App) startServer() error {
 		Runner: a.runner, Store: a.store, Clock: a.clock, Tasks: tasks, Log: a.log,
 		Diagnostics: web.DiagnosticsReader(a.runner.DiagnosticsDir()), Output: a.output, Demo: a.opt.Demo,
 	}
+	if a.ask != nil {
+		opt.Questions = a.ask
+	}
 	if !a.opt.Demo {
 		opt.Head = gitHead // the demo repository is not on disk
 		opt.CommitDiff = a.commitDiff

@@ -59,8 +59,9 @@ func (a *App) shutdown() error {
 	return errors.Join(errStore, errLock)
 }
 
-// closeAdmission is step 1: set stopping on the server and make the
-// coordinator reject admission, in the same turn, before any active-work
+// closeAdmission is step 1: set stopping on the server, stop Ask's
+// admission (questions.stopAdmission()) and make the coordinator reject
+// admission, in the same turn, before any active-work
 // list is copied; new runner work then fails with runner.ErrShuttingDown.
 // The publisher is aborted in this turn too (step 2a). Jobs run on until
 // step 4, so that a request drained in step 2 still meets its job as it was.
@@ -68,6 +69,7 @@ func (a *App) closeAdmission() {
 	if a.server != nil {
 		a.server.SetStopping()
 	}
+	a.stopAsk()
 	if a.opt.Publisher != nil {
 		a.opt.Publisher.Abort()
 	}
@@ -129,11 +131,12 @@ func (a *App) awaitJobs() {
 }
 
 // awaitServer is step 6: await server closure and the question and
-// suggestion coordinators' close. There is no server in this build.
+// suggestion coordinators' close.
 func (a *App) awaitServer() {
 	if a.server != nil {
 		a.server.Close()
 	}
+	a.closeAsk()
 }
 
 // closeStore is step 7: the coordinator's loop stops (nothing is left to

@@ -56,7 +56,8 @@ func (p orderPublisher) Await() { p.r.add("publisher await") }
 // into shutdown at the contract's steps — stopping and the publisher's abort
 // in step 1's turn, the drain (2) and the publishes (2a) before the write
 // gate closes, the requests aborted before and request-owned work awaited
-// after the gate closes (3), the server closed (6) — and the Store is
+// after the gate closes (3), the server closed and Ask's close awaited
+// (6), with Ask's admission stopped in step 1's turn — and the Store is
 // closed and the lock released after (7, 8). With no job the coordinator
 // reports every job ended (4, 5, 5a) in step 1's turn already.
 func TestShutdownFollowsTheContractsOrder(t *testing.T) {
@@ -78,6 +79,7 @@ func TestShutdownFollowsTheContractsOrder(t *testing.T) {
 	want := []string{
 		"log stopping",
 		"server stopping",
+		"log ask: admission stopped",
 		"publisher abort",
 		"log shutdown: admission closed",
 		"log shutdown: every job ended (0 unresolved)", // no job: drained in step 1's turn
@@ -86,6 +88,8 @@ func TestShutdownFollowsTheContractsOrder(t *testing.T) {
 		"server abort requests, gate open",
 		"server await request work, gate closed",
 		"server close",
+		"log ask: close: 0 questions in flight",
+		"log ask: closed",
 	}
 	i := slices.Index(r.events, want[0])
 	if i < 0 || !slices.Equal(r.events[i:], want) {

@@ -35,7 +35,7 @@ func (c *Coordinator) start(row store.Question) {
 	c.trace("admitted question %s; %d of %d slots held", row.ID, c.slots, Slots)
 	if c.cfg.D == nil {
 		c.finish(q, func(tx *store.Tx) error {
-			return tx.FailQuestion(row.ID, "no agent is configured (runner.agent.image), so no question can be answered", false)
+			return tx.FailQuestion(row.ID, "No agent is configured (runner.agent.image), so no question can be answered.", false)
 		})
 		return
 	}
@@ -46,7 +46,7 @@ func (c *Coordinator) start(row store.Question) {
 		return err
 	})
 	if err != nil {
-		c.finish(q, failWith(row.ID, "the task's head could not be read: "+err.Error()))
+		c.finish(q, failWith(row.ID, "The task's head could not be read: "+err.Error()))
 		return
 	}
 	if c.cfg.Repository != nil {
@@ -66,7 +66,7 @@ func (c *Coordinator) storagePrepared(q *question, fs dadapter.TaskFilesystems, 
 	q.prepCancel = nil
 	q.storage = fs
 	if err != nil {
-		c.finish(q, failWith(q.row.ID, "task storage: "+err.Error()))
+		c.finish(q, failWith(q.row.ID, "Task storage: "+err.Error()))
 		return
 	}
 	if q.stopReason != "" {
@@ -80,7 +80,7 @@ func (c *Coordinator) storagePrepared(q *question, fs dadapter.TaskFilesystems, 
 	h, err := c.cfg.D.Start(dadapter.InvocationInput{RunnerOwner: c.cfg.Owner, AttemptID: q.row.ID, Phase: words.PhaseQuestions,
 		Deadline: c.cfg.Clock.Now().Add(c.cfg.Timeout), Storage: fs, Prompt: prompt, Profile: c.cfg.Profile})
 	if err != nil {
-		c.finish(q, failWith(q.row.ID, "the agent could not start: "+err.Error()))
+		c.finish(q, failWith(q.row.ID, "The agent could not start: "+err.Error()))
 		return
 	}
 	q.handle = h
@@ -108,11 +108,11 @@ func (c *Coordinator) settled(q *question, s dadapter.Settlement) {
 			return tx.FailQuestion(q.row.ID, "Timed out: the agent did not answer within "+c.cfg.Timeout.String(), true)
 		})
 	case s.StopReason != words.StopNone || s.ExitCode != 0:
-		c.finish(q, failWith(q.row.ID, fmt.Sprintf("the agent failed (exit %d, stop %q): %s", s.ExitCode, s.StopReason, s.Diagnostic)))
+		c.finish(q, failWith(q.row.ID, fmt.Sprintf("The agent failed (exit %d, stop %q): %s", s.ExitCode, s.StopReason, s.Diagnostic)))
 	default:
 		answer, ok := parseAnswer(s.Output)
 		if !ok {
-			c.finish(q, failWith(q.row.ID, "the agent's answer is not a valid question result"))
+			c.finish(q, failWith(q.row.ID, "The agent's answer is not a valid question result."))
 			return
 		}
 		c.finish(q, func(tx *store.Tx) error { return tx.FinishAnswer(q.row.ID, answer) })

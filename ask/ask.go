@@ -92,7 +92,11 @@ func (c *Coordinator) admissible() error {
 // same turn as the server's stopping flag: from now on a question that
 // reaches Ask (one the server admitted before) saves its note, starts no
 // agent and is answered "Server stopped". It never blocks.
-func (c *Coordinator) StopAdmission() { c.stopped.Store(true) }
+func (c *Coordinator) StopAdmission() {
+	if c.stopped.CompareAndSwap(false, true) {
+		c.trace("admission stopped")
+	}
+}
 
 // Questions reads a task's questions.
 func (c *Coordinator) Questions(planKey string) (qs []store.Question, err error) {

@@ -200,7 +200,7 @@ func (x agentD) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
 		return nil, err
 	}
 	a.count++
-	r := &run{a: a, h: a.sim.Handle(in.AttemptID), s: newScript(a.opt.Seed, a.count)}
+	r := &run{a: a, h: a.sim.Handle(in.AttemptID), s: newScript(a.opt.Seed, a.count), question: in.Phase == words.PhaseQuestions}
 	a.runs[in.AttemptID] = r
 	if !in.Deadline.IsZero() { // D enforces the deadline; F runs no second timer
 		r.limit = a.after(in.Deadline.Sub(a.opt.Clock.Now()), func() {
@@ -235,6 +235,7 @@ type run struct {
 	timer    runner.Timer // the next step, or the exit after a stop
 	limit    runner.Timer // the deadline; nil without one
 	stopping bool         // a stop (Cancel or the deadline) is under way
+	question bool         // a question attempt (Ask): it answers, and never fails its tests
 }
 
 // OnSettled is the simulated handle's.
@@ -279,9 +280,12 @@ func (r *run) step() {
 		return
 	}
 	if r.next == len(r.s.steps) {
-		if r.s.fail {
+		switch {
+		case r.question:
+			r.settle(dadapter.Settlement{ExitCode: 0, Output: r.s.answer()})
+		case r.s.fail:
 			r.settle(dadapter.Settlement{ExitCode: 1, Output: r.s.failureOutput()})
-		} else {
+		default:
 			r.settle(dadapter.Settlement{ExitCode: 0, Output: r.s.result()})
 		}
 		return

@@ -104,6 +104,22 @@ func (s script) result() []byte {
 	return b
 }
 
+// answer is a question attempt's result (Ask): the demo agent read the
+// item its script is about and says so, plainly marked as the demo's.
+func (s script) answer() []byte {
+	u := s.usage
+	b, err := json.Marshal(struct {
+		Summary string          `json:"summary"`
+		Answer  string          `json:"answer"`
+		Usage   *dadapter.Usage `json:"usage"`
+	}{"answered a question", "(demo agent) I read the task's code for this. " + s.item.summary +
+		" is where I would start; the plan's order keeps each step testable on its own.", &u})
+	if err != nil {
+		panic(err) // strings and numbers: cannot fail
+	}
+	return b
+}
+
 // failureOutput is what a failed run prints last, which the runner keeps as
 // its diagnostic ("exit code 1: …").
 func (s script) failureOutput() []byte {

@@ -891,3 +891,43 @@ func TestBrowserScopePauseContinues(t *testing.T) {
 		t.Errorf("after the approval: status %s, next item %v; want queued at item 2", st.Task.Status, st.NextItem)
 	}
 }
+
+// TestBrowserAsksAndShowsAnswers: the person asks about a plan item; the
+// question shows as being answered while its read-only agent runs, then
+// with its answer. A question whose agent gives no valid answer says so
+// and offers "Ask again", which puts the question back in the box.
+//
+// kills: mutant/ui-question-answer-hidden
+func TestBrowserAsksAndShowsAnswers(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
+	p := w.open()
+	p.waitFor(`document.querySelector('#question-item option[value="1"]') !== null`, "the plan's items to ask about")
+	p.do(chromedp.SetValue(chromedp.CSS(`#question`), "Why does the guard come first?"))
+	p.do(chromedp.SetValue(chromedp.CSS(`#question-item`), "1"))
+	p.click(`#ask`)
+	p.waitFor(`document.querySelector('#question-list li[data-state=running]') !== null`, "the question being answered")
+	if v := eval[string](p, `document.querySelector('#question').value`); v != "" {
+		t.Errorf("the question box holds %q after the question was sent; want it cleared", v)
+	}
+	var qs QuestionsReply
+	w.api("GET", "/api/questions?task=parser-fix", nil, http.StatusOK, &qs)
+	if len(qs.Questions) != 1 || qs.Questions[0].Item == nil || *qs.Questions[0].Item != 1 {
+		t.Fatalf("questions: %+v; want one, about item 1", qs.Questions)
+	}
+	w.settle(qs.Questions[0].ID, dadapter.Settlement{Output: []byte(`{"summary":"order","answer":"The guard makes the reader safe for item 2."}`)})
+	p.waitFor(`(document.querySelector('#question-list li[data-state=completed] .q-answer') || {}).textContent === 'The guard makes the reader safe for item 2.'`, "the answer")
+
+	// A second question, whose agent answers nothing valid.
+	p.do(chromedp.SetValue(chromedp.CSS(`#question`), "Is the parser covered by tests?"))
+	p.do(chromedp.SetValue(chromedp.CSS(`#question-item`), ""))
+	p.click(`#ask`)
+	p.waitFor(`document.querySelectorAll('#question-list li').length === 2`, "the second question")
+	w.api("GET", "/api/questions?task=parser-fix", nil, http.StatusOK, &qs)
+	w.settle(qs.Questions[1].ID, dadapter.Settlement{Output: []byte(`not an answer`)})
+	p.waitFor(`((document.querySelector('#question-list li[data-state=failed] .q-reason') || {}).textContent || '').includes('You can ask again.')`, "the failure and its advice")
+	p.screenshot("questions")
+	p.click(`#question-list li[data-state=failed] button`)
+	if v := eval[string](p, `document.querySelector('#question').value`); v != "Is the parser covered by tests?" {
+		t.Errorf("Ask again put %q in the box; want the question", v)
+	}
+}

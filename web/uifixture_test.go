@@ -20,6 +20,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/codeboost/codeboost/ask"
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/livelog"
 	"github.com/codeboost/codeboost/dadapter/simd"
@@ -47,6 +48,7 @@ type uiWorld struct {
 	d     *simd.D
 	store *store.Store
 	run   *runner.Coordinator
+	ask   *ask.Coordinator // Ask, on the runner's loop and D, under its own owner token
 	out   *livelog.Hub
 	srv   *Server
 	proxy *proxy
@@ -110,6 +112,21 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 	if err := w.run.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	var askToken string
+	if err := capability.Update(func(tx *store.Tx) (err error) {
+		askToken, err = tx.AskOwnerToken(uint64(fi.Dev), fi.Ino, idSource.Token)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.ask, err = ask.New(ask.Config{Store: st, Capability: capability, D: w.d, Loop: w.loop, Clock: clock, IDs: idSource, Owner: askToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ask.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-w.ask.Opened()
 	var tasks []Task
 	for i, spec := range opt.tasks {
 		id := store.Identity{RepositoryID: "repo" + strconv.Itoa(i+1), TaskID: spec.name, PlanID: "plan"}
@@ -123,7 +140,7 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 	}
 	srv, err := New(Options{Runner: w.run, Store: st, Clock: clock, Tasks: tasks, Output: w.out,
 		Diagnostics: DiagnosticsReader(w.run.DiagnosticsDir()), Static: pageFS(t, opt.pollBaseMS, opt.pollCapMS),
-		Head: opt.head, CommitDiff: opt.commitDiff})
+		Head: opt.head, CommitDiff: opt.commitDiff, Questions: w.ask})
 	if err != nil {
 		t.Fatal(err)
 	}

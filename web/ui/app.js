@@ -47,6 +47,7 @@ const state = {
   attempt: null,        // the selected attempt's ID
   followCurrent: true,  // the selection follows the task's current attempt
   drafts: new Map(),    // name → the feedback draft of a task not shown
+  questions: new Map(), // name → the task's questions, oldest first (GET /api/questions)
 };
 
 // Requests that carry a task's status are numbered as they are sent (rule 1).
@@ -106,6 +107,7 @@ async function poll() {
   }
   if (!state.selected && state.order.length) selectInitial();
   render();
+  if (state.selected && questionsInFlight(state.selected)) loadQuestions(state.selected);
 }
 
 function backOff() {
@@ -446,6 +448,7 @@ function selectTask(name, focus) {
   stopFollowing();
   render();
   loadReview(name);
+  loadQuestions(name);
   if (focus) focusTask(name);
   history.replaceState(null, '', '#' + encodeURIComponent(name));
 }
@@ -614,6 +617,7 @@ function renderDetail() {
   renderTaskActions(st);
   reviewIfMoved(st);
   renderReview();
+  renderQuestions();
   renderAttempts(st);
   renderAttemptDetail(st);
 }
@@ -696,6 +700,93 @@ function renderReview() {
   select.replaceChildren(el('option', { value: '' }, 'the whole plan'),
     ...review.items.map((it) => el('option', { value: String(it.item) }, 'item ' + it.item + ': ' + it.title)));
   select.value = review.items.some((it) => String(it.item) === chosen) ? chosen : '';
+  const qSelect = $('question-item');
+  const qChosen = qSelect.value;
+  qSelect.replaceChildren(el('option', { value: '' }, 'the whole plan'),
+    ...review.items.map((it) => el('option', { value: String(it.item) }, 'item ' + it.item + ': ' + it.title)));
+  qSelect.value = review.items.some((it) => String(it.item) === qChosen) ? qChosen : '';
+}
+
+// ---- Questions (Ask) ----
+
+// A question is answered by a read-only agent, two at a time. The screen
+// asks the server for the task's questions when a task is selected, after
+// it asks one, and at each poll while one is still on its way.
+
+const questionWords = { pending: 'waiting', running: 'answering', completed: 'answered', failed: 'not answered' };
+
+// sentence ends a reason with a full stop, so that advice can follow it.
+function sentence(s) {
+  return /[.!?…]$/.test(s) ? s : s + '.';
+}
+
+function questionsInFlight(name) {
+  const qs = state.questions.get(name);
+  return !qs || qs.some((q) => q.state === 'pending' || q.state === 'running');
+}
+
+const questionsLoading = new Set();
+
+async function loadQuestions(name) {
+  if (questionsLoading.has(name)) return;
+  questionsLoading.add(name);
+  try {
+    const reply = await getJSON('/api/questions?task=' + encodeURIComponent(name));
+    state.questions.set(name, reply.questions);
+    if (name === state.selected) renderQuestions();
+  } catch (err) {
+    if (name === state.selected) {
+      $('question-list').replaceChildren(el('li', { className: 'error' }, 'The questions could not be read: ' + err.message));
+    }
+  } finally {
+    questionsLoading.delete(name);
+  }
+}
+
+function renderQuestions() {
+  const st = selectedTask();
+  const list = $('question-list');
+  const qs = st ? state.questions.get(st.name) : null;
+  $('no-questions').hidden = !qs || qs.length > 0;
+  if (!qs) return;
+  redraw(list, JSON.stringify(qs), () => {
+    list.replaceChildren(...qs.map((q) => el('li', { dataset: { question: q.id, state: q.state } },
+      el('div', { className: 'q-line' },
+        el('span', { className: 'q-text' }, (q.item ? 'Item ' + q.item + ': ' : '') + q.text),
+        el('span', { className: 'badge small s-' + q.state }, questionWords[q.state] || q.state)),
+      q.answer ? el('p', { className: 'q-answer' }, q.answer) : null,
+      q.state === 'failed' ? el('p', { className: 'q-reason' }, sentence(q.reason) + (q.retryable ? ' You can ask again.' : '')) : null,
+      q.state === 'failed' && q.retryable
+        ? el('button', { type: 'button', dataset: { key: 'ask-again:' + q.id }, onclick: () => askAgain(q) }, 'Ask again')
+        : null)));
+  });
+}
+
+// askAgain puts a question that was not answered back in the box, for the
+// person to send (a new question: the old one stays as it ended).
+function askAgain(q) {
+  $('question').value = q.text;
+  $('question-item').value = q.item ? String(q.item) : '';
+  $('question').focus();
+}
+
+async function askQuestion() {
+  const st = selectedTask();
+  if (!st) return;
+  const text = $('question').value;
+  if (!text.trim()) {
+    $('message').className = 'message error';
+    $('message').textContent = 'Write a question first.';
+    $('question').focus();
+    return;
+  }
+  const body = { task: st.name, text };
+  if ($('question-item').value) body.item = Number($('question-item').value);
+  const reply = await report('Ask', () => act('/api/questions', body));
+  if (reply) {
+    if ($('question').value === text) $('question').value = '';
+    loadQuestions(st.name);
+  }
 }
 
 function renderAttempts(st) {
@@ -972,6 +1063,7 @@ $('send-note').addEventListener('click', () => sendFeedback('change-note'));
 $('send-reject').addEventListener('click', () => sendFeedback('reject'));
 $('send-guidance').addEventListener('click', () => sendFeedback('guidance'));
 $('plan-import').addEventListener('click', importPlan);
+$('ask').addEventListener('click', askQuestion);
 $('plan-file').addEventListener('change', async () => {
   const f = $('plan-file').files[0];
   if (f) $('plan-source').value = await f.text();
