@@ -96,6 +96,9 @@ func (t *Tx) nextRevision(planKey string, rev int, items []ItemInput) (int, erro
 			return 0, err
 		}
 	}
+	if err := t.invalidatePlanRequests(planKey); err != nil {
+		return 0, err
+	}
 	return next, t.bumpContext(planKey)
 }
 
@@ -115,6 +118,9 @@ func (t *Tx) ChangeSnapshot(planKey, snapshotID string) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return nil // unchanged: nothing an attempt depends on moved
+	}
+	if err := t.invalidatePlanRequests(planKey); err != nil {
+		return err
 	}
 	return t.bumpContext(planKey)
 }

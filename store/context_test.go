@@ -59,6 +59,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.RecordHistory":      changesContext, // referenced code
 	"Tx.Publish":            changesContext, // referenced code, when it carries a commit (without one: TestAttemptTransitionsKeepGeneration)
 	"Tx.RejectWithFeedback": changesContext, // plan revision
+	"Tx.ConsumePlanRequest": changesContext, // plan revision, through ImportPlan
 
 	// *store.Tx: attempt lifecycle and task bookkeeping.
 	"Tx.Admit":                    doesNotChangeContext,
@@ -132,6 +133,16 @@ var contextEffects = map[string]contextEffect{
 	"Tx.Question":              doesNotChangeContext,
 	"Tx.Questions":             doesNotChangeContext,
 	"Tx.AskOwnerToken":         doesNotChangeContext,
+
+	// *store.Tx: planning requests (requests.go). A request is the plan's,
+	// not the task's: none of these moves the state version either.
+	"Tx.BeginPlanRequest":         doesNotChangeContext,
+	"Tx.CompletePlanRequest":      doesNotChangeContext,
+	"Tx.SettlePlanRequest":        doesNotChangeContext,
+	"Tx.CancelPlanRequest":        doesNotChangeContext,
+	"Tx.FailLeftoverPlanRequests": doesNotChangeContext,
+	"Tx.PlanRequest":              doesNotChangeContext,
+	"Tx.PlanRequests":             doesNotChangeContext,
 
 	// *store.Tx: readers.
 	"Tx.Attempt":         doesNotChangeContext,
@@ -251,6 +262,18 @@ func contextCases() []contextCase {
 				_, err := tx.RejectWithFeedback(k, actionIDs.UUID(), 1, []store.NoteInput{{Item: &item, Text: "redo this"}})
 				return err
 			}
+		}},
+
+		{name: "consume a planning request", method: "Tx.ConsumePlanRequest", setup: func(e *env) (string, func(*store.Tx) error) {
+			k, _ := running(e)
+			id := actionIDs.UUID()
+			e.update(func(tx *store.Tx) error {
+				if _, err := tx.BeginPlanRequest(k, store.ModeSuggestion, id, 1, "snap-1"); err != nil {
+					return err
+				}
+				return tx.CompletePlanRequest(id, 1, "snap-1", []byte(`[{"item":0,"title":"three","instructions":"","kind":"add"}]`))
+			})
+			return k, func(tx *store.Tx) error { _, err := tx.ConsumePlanRequest(id, 1); return err }
 		}},
 
 		// Does not change.

@@ -178,7 +178,8 @@ func (t *Tx) RejectWithFeedback(planKey, actionID string, expectedRevision int, 
 // copyRevision writes revision rev+1 as a copy of rev's items, keeping their
 // numbers (notes and events refer to items by number) and their specs (the
 // work to run again is the same work), with run_again set on exactly the
-// items this rejection names. It does not bump: the caller does, once, with
+// items this rejection names, and invalidates the plan's pending and ready
+// planning requests. It does not bump: the caller does, once, with
 // bumpContext.
 func (t *Tx) copyRevision(planKey string, rev int, runAgain map[int]bool) (int, error) {
 	next := rev + 1
@@ -195,7 +196,7 @@ func (t *Tx) copyRevision(planKey string, rev int, runAgain map[int]bool) (int, 
 			return 0, err
 		}
 	}
-	return next, nil
+	return next, t.invalidatePlanRequests(planKey)
 }
 
 // ChangeNote is "Change note on a plan item": a note on one item of the
