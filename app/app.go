@@ -31,9 +31,11 @@ import (
 	"github.com/codeboost/codeboost/dadapter/livelog"
 	"github.com/codeboost/codeboost/dadapter/procgroup"
 	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/runner/lock"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/suggest"
 )
 
 // Options configure one run of the application. DB is required; everything
@@ -66,6 +68,10 @@ type Options struct {
 	// simulated D played by the built-in demo agent (package demo) on the
 	// real clock, with the demo's tasks and plan (DemoTasks).
 	Demo bool
+
+	// GitHub is the configuration's github block; nil: no code host, and
+	// codeboost merges nothing.
+	GitHub *GitHubConfig
 
 	// Engine opens the container engine when runner.agent names an image;
 	// nil in a build that runs no real agent (serve then refuses such a
@@ -103,6 +109,8 @@ type App struct {
 	runner       *runner.Coordinator   // nil before recoverStartup
 	d            dadapter.D            // the D the runner and Ask run on (after recoverStartup)
 	ask          *ask.Coordinator      // the question coordinator; nil before openAsk, or when it could not be built
+	merge        *merge.Coordinator    // the merge coordinator; nil before openMerge
+	suggest      *suggest.Coordinator  // the suggestion coordinator; nil before openSuggest, or when it could not be built
 	recovery     runner.RecoveryReport // what startup recovery did and left (after recoverStartup)
 	recoveryTook time.Duration         // how long startup recovery took
 	server       Server                // the review server's part in shutdown; nil when none
@@ -155,7 +163,16 @@ func (a *App) Run() error {
 	if err != nil {
 		return a.abandon(err)
 	}
+	host, err := a.openGitHub()
+	if err != nil {
+		return a.abandon(err)
+	}
+	if err := a.openMerge(host); err != nil { // its startup reads GitHub again for merges left in flight
+		return a.abandon(err)
+	}
 	a.openAsk() // Ask's startup, after the runner's recovery; a failure leaves questions closed, not the server
+	// The suggestion coordinator, after the runner's recovery (app/suggest.go).
+	a.openSuggest()
 	if err := a.startServer(); err != nil {
 		return a.abandon(err)
 	}

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"regexp"
 	"time"
 
+	"github.com/codeboost/codeboost/codehost"
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/web"
@@ -30,6 +32,23 @@ type Config struct {
 	Runner RunnerConfig `json:"runner"`
 	// Tasks are the tasks this server serves; a request names one by Name.
 	Tasks []TaskConfig `json:"tasks"`
+	// GitHub is the code host block: without it codeboost merges nothing
+	// and plans nothing live.
+	GitHub *GitHubConfig `json:"github"`
+}
+
+// GitHubConfig is where GitHub's REST API is and which environment
+// variable holds its token (the token itself is never in the file).
+type GitHubConfig struct {
+	APIURL   string `json:"apiUrl"`   // default https://api.github.com
+	TokenEnv string `json:"tokenEnv"` // default GITHUB_TOKEN
+}
+
+// TaskGitHub names a task's issue and pull request on GitHub.
+type TaskGitHub struct {
+	Repo        string `json:"repo"`        // owner/name
+	PullRequest int    `json:"pullRequest"` // the pull request a merge merges; 0: none yet
+	Issue       int    `json:"issue"`       // the issue the task works on; 0: none
 }
 
 // RunnerConfig is the runner block: where the runner keeps its files and
@@ -101,6 +120,9 @@ type TaskConfig struct {
 	// Snapshot is the review snapshot the task starts from (default
 	// "initial"); used only when the task is first created.
 	Snapshot string `json:"snapshot"`
+	// GitHub names the task's issue and pull request (needs the github
+	// block).
+	GitHub *TaskGitHub `json:"github"`
 }
 
 // IdentityConfig is a plan identity: the repository, the task and the plan
@@ -205,6 +227,27 @@ func (c Config) check() error {
 			return fmt.Errorf("%s.identity: the same plan identity as task %q", where, other)
 		}
 		keys[id.Key()] = t.Name
+		if t.GitHub != nil {
+			if c.GitHub == nil {
+				return fmt.Errorf("%s.github: names a pull request, but the configuration has no github block", where)
+			}
+			if err := codehost.CheckRepo(t.GitHub.Repo); err != nil {
+				return fmt.Errorf("%s.github.repo: %w", where, err)
+			}
+			if t.GitHub.PullRequest < 0 || t.GitHub.Issue < 0 {
+				return fmt.Errorf("%s.github: numbers must not be negative", where)
+			}
+		}
+	}
+	if c.GitHub != nil {
+		if c.GitHub.TokenEnv != "" && !envName.MatchString(c.GitHub.TokenEnv) {
+			return fmt.Errorf("github.tokenEnv: %q is not an environment variable name", c.GitHub.TokenEnv)
+		}
+		if c.GitHub.APIURL != "" {
+			if u, err := url.Parse(c.GitHub.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				return fmt.Errorf("github.apiUrl: %q is not an http(s) URL", c.GitHub.APIURL)
+			}
+		}
 	}
 	return nil
 }

@@ -40,6 +40,12 @@ func (a *App) startServer() error {
 	if a.ask != nil {
 		opt.Questions = a.ask
 	}
+	if a.merge != nil {
+		opt.Merges = a.merge
+	}
+	if a.suggest != nil {
+		opt.Planning = a.suggest
+	}
 	if !a.opt.Demo {
 		opt.Head = gitHead // the demo repository is not on disk
 		opt.CommitDiff = a.commitDiff

@@ -67,8 +67,9 @@ func (a *App) shutdown() error {
 // step 4, so that a request drained in step 2 still meets its job as it was.
 func (a *App) closeAdmission() {
 	if a.server != nil {
-		a.server.SetStopping()
+		a.server.SetStopping() // with the merge coordinator's closing flag
 	}
+	a.stopMerge()
 	a.stopAsk()
 	if a.opt.Publisher != nil {
 		a.opt.Publisher.Abort()
@@ -109,6 +110,7 @@ func (a *App) closeWriteGate() {
 	if a.server != nil {
 		a.server.AwaitRequestWork()
 	}
+	a.awaitMerges()
 }
 
 // stopJobs is step 4: for every pending and running attempt with an
@@ -137,6 +139,7 @@ func (a *App) awaitServer() {
 		a.server.Close()
 	}
 	a.closeAsk()
+	a.closeSuggest()
 }
 
 // closeStore is step 7: the coordinator's loop stops (nothing is left to

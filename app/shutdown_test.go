@@ -79,6 +79,7 @@ func TestShutdownFollowsTheContractsOrder(t *testing.T) {
 	want := []string{
 		"log stopping",
 		"server stopping",
+		"log merge: closing",
 		"log ask: admission stopped",
 		"publisher abort",
 		"log shutdown: admission closed",
@@ -87,9 +88,12 @@ func TestShutdownFollowsTheContractsOrder(t *testing.T) {
 		"publisher await",
 		"server abort requests, gate open",
 		"server await request work, gate closed",
+		"log merge: idle: no merge in flight",
 		"server close",
 		"log ask: close: 0 questions in flight",
 		"log ask: closed",
+		"log suggest: shutdown: admission closed; aborting 0",
+		"log suggest: shutdown: every provider settled",
 	}
 	i := slices.Index(r.events, want[0])
 	if i < 0 || !slices.Equal(r.events[i:], want) {

@@ -55,6 +55,7 @@ var Catalog = map[string]string{
 	"runner/before-retention":     "runs a scenario command right before retention clears a referenced file's row",
 	"runner/before-diag-sizes":    "runs a scenario command after retention listed the diagnostics directory, before it reads each listed file's size",
 	"runner/before-run-continues": "runs a scenario command after a plan run's item freed its slot, before the run admits the next item",
+	"merge/before-final-reread":   "runs a scenario command after a merge's final GitHub check returned, before the irreversible boundary re-reads the state version, the review version and the closing flag",
 }
 
 // Set is one world's failpoint registry. A nil *Set has every failpoint off.

@@ -15,8 +15,10 @@ import (
 	"github.com/codeboost/codeboost/dadapter/simd"
 	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/suggest"
 )
 
 // Config sets up a world.
@@ -47,7 +49,18 @@ type World struct {
 	// built with the process; Open (the ask-open command) is its startup.
 	Ask      *ask.Coordinator
 	AskOwner string
-	Config   Config
+	// Suggest is the suggestion coordinator of the running process, on
+	// the same loop and Store, planning through Planner, the simulated
+	// provider the script settles by hand. Both are the process's.
+	Suggest *suggest.Coordinator
+	Planner *Planner
+	// Merge is the merge coordinator of the running process; GitHub the
+	// simulated code host it merges on, which outlives a crash (it is not
+	// the process's). TaskPRs names each task's pull request.
+	Merge   *merge.Coordinator
+	GitHub  *GitHub
+	TaskPRs map[string]PRRef
+	Config  Config
 
 	askIDs   *ids.Seeded // Ask's owner tokens
 	trace    []string
@@ -67,6 +80,7 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 		return nil, err
 	}
 	w.Clock = NewClock(w.Loop)
+	w.GitHub, w.TaskPRs = NewGitHub(w.Trace), map[string]PRRef{}
 	w.D = simd.NewD(w.Name, w.Trace)
 	w.D.Now = w.Clock.Now
 	if err := w.boot(); err != nil {
@@ -129,8 +143,21 @@ func (w *World) boot() error {
 		st.Close()
 		return err
 	}
+	w.Merge, err = merge.New(merge.Config{Store: st, Capability: capability, Host: w.GitHub, Loop: w.Loop, IDs: w.IDs,
+		PullRequest: w.pullRequest, Failpoints: w.FP, Trace: w.Trace})
+	if err != nil {
+		st.Close()
+		return err
+	}
 	w.Ask, err = ask.New(ask.Config{Store: st, Capability: capability, D: w.D, Loop: w.Loop, Clock: w.Clock, IDs: w.IDs,
 		Owner: askToken, Trace: w.Trace})
+	if err != nil {
+		st.Close()
+		return err
+	}
+	w.Planner = NewPlanner(w.Trace)
+	w.Suggest, err = suggest.New(suggest.Config{Store: st, Capability: capability, Loop: w.Loop, Clock: w.Clock, IDs: w.IDs,
+		Provider: w.Planner, Trace: func(line string) { w.Trace("suggest: " + line) }})
 	if err != nil {
 		st.Close()
 		return err
@@ -153,7 +180,8 @@ func (w *World) Crash() {
 	w.Clock.timers = nil
 	w.D.ProcessDied()
 	w.Store.Close()
-	w.Runner, w.Ask = nil, nil
+	w.Runner, w.Ask, w.Merge = nil, nil, nil
+	w.Suggest, w.Planner = nil, nil
 }
 
 // Restart starts a new runner process over the same database file and runs
@@ -239,7 +267,8 @@ var uuidInLine = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab]
 // errors) by <world>, the runner owner token by <owner>, and the virtual
 // time in front.
 func (w *World) Trace(line string) {
-	if w.nextName != "" && (strings.HasPrefix(line, "admitted ") || strings.HasPrefix(line, "ask: admitted ")) {
+	if w.nextName != "" && (strings.HasPrefix(line, "admitted ") || strings.HasPrefix(line, "ask: admitted ") ||
+		strings.HasPrefix(line, "suggest: start ") || strings.HasPrefix(line, "merge: admitted ")) {
 		if id := uuidInLine.FindString(line); id != "" && w.aliases[id] == "" {
 			w.Alias(id, w.nextName)
 			w.nextName = ""
@@ -258,3 +287,15 @@ func (w *World) Trace(line string) {
 
 // Lines returns the trace so far.
 func (w *World) Lines() []string { return append([]string(nil), w.trace...) }
+
+// PRRef is a task's pull request on the simulated GitHub.
+type PRRef struct {
+	Repo   string
+	Number int
+}
+
+// pullRequest is the merge coordinator's view of TaskPRs.
+func (w *World) pullRequest(planKey string) (string, int, bool) {
+	r, ok := w.TaskPRs[planKey]
+	return r.Repo, r.Number, ok
+}

@@ -109,6 +109,11 @@ var contextEffects = map[string]contextEffect{
 	"Tx.BeginMergeAttempt":   doesNotChangeContext,
 	"Tx.SetMergeState":       doesNotChangeContext,
 	"Tx.FinishMergeMerged":   doesNotChangeContext,
+	"Tx.AdmitMerge":          doesNotChangeContext,
+	"Tx.EndMerge":            doesNotChangeContext,
+	"Tx.LatestMerge":         doesNotChangeContext,
+	"Tx.ActiveMerges":        doesNotChangeContext,
+	"Store.SavedAction":      doesNotChangeContext,
 	"Tx.ReconcileMerged":     doesNotChangeContext,
 	"Tx.MergeAttempt":        doesNotChangeContext,
 	"Tx.SetRebaseInProgress": doesNotChangeContext, // the marker only; a rebase's new head goes through RecordHistory

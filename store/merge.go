@@ -27,12 +27,26 @@ const (
 	MergeFailed     = "failed"
 )
 
-// MergeAttempt is a merge_attempts row.
+// MergeAttempt is a merge_attempts row. Rows written before the merge
+// coordinator (v9 and older) have no pull request, head or action.
 type MergeAttempt struct {
-	ID      string
-	PlanKey string
-	State   string
+	ID            string
+	PlanKey       string
+	State         string
+	Repo          string // the pull request's repository, owner/name
+	Number        int    // the pull request's number
+	HeadSHA       string // the head the merge was admitted for, and is asked at
+	ReviewVersion int    // the plan's review version at admission
+	ActionID      string // the merge click whose saved response follows the outcome
+	Reason        string // why it failed or was removed; bounded
+	// RequiresFreshReview: the pull request left the merge queue
+	// (removed), so a new merge needs a review after it ("requiresFreshReview
+	// after removed").
+	RequiresFreshReview bool
 }
+
+// Terminal reports whether the attempt has its final state.
+func (m MergeAttempt) Terminal() bool { return m.State != MergeSubmitting && m.State != MergeQueued }
 
 // BeginMergeAttempt records a merge as submitting (before the request goes
 // to GitHub). A closed task cannot merge; one merge at a time per task.
@@ -55,12 +69,50 @@ func (t *Tx) BeginMergeAttempt(planKey, id string) error {
 
 // MergeAttempt reads one merge attempt.
 func (t *Tx) MergeAttempt(id string) (MergeAttempt, error) {
-	var m MergeAttempt
-	err := t.queryRow(`SELECT id, plan_key, state FROM merge_attempts WHERE id = ?`, id).Scan(&m.ID, &m.PlanKey, &m.State)
+	m, err := scanMerge(t.queryRow(`SELECT `+mergeColumnList+` FROM merge_attempts WHERE id = ?`, id).Scan)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, refuse(CodeNotFound, "no merge attempt %s", id)
 	}
 	return m, err
+}
+
+const mergeColumnList = `id, plan_key, state, COALESCE(pr_repo, ''), COALESCE(pr_number, 0), COALESCE(head_sha, ''),
+	COALESCE(review_version, 0), COALESCE(action_id, ''), COALESCE(reason, ''), requires_fresh_review`
+
+func scanMerge(scan func(...any) error) (MergeAttempt, error) {
+	var m MergeAttempt
+	err := scan(&m.ID, &m.PlanKey, &m.State, &m.Repo, &m.Number, &m.HeadSHA, &m.ReviewVersion, &m.ActionID, &m.Reason, &m.RequiresFreshReview)
+	return m, err
+}
+
+// LatestMerge reads the task's latest merge attempt; ok is false when it
+// has none.
+func (t *Tx) LatestMerge(planKey string) (m MergeAttempt, ok bool, err error) {
+	m, err = scanMerge(t.queryRow(`SELECT `+mergeColumnList+` FROM merge_attempts WHERE plan_key = ?
+		ORDER BY created_at DESC, rowid DESC LIMIT 1`, planKey).Scan)
+	if errors.Is(err, sql.ErrNoRows) {
+		return MergeAttempt{}, false, nil
+	}
+	return m, err == nil, err
+}
+
+// ActiveMerges lists every submitting or queued merge attempt, oldest
+// first: what the merge coordinator's startup asks GitHub about again.
+func (t *Tx) ActiveMerges() ([]MergeAttempt, error) {
+	rows, err := t.query(`SELECT ` + mergeColumnList + ` FROM merge_attempts WHERE state IN ('submitting','queued') ORDER BY created_at, rowid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []MergeAttempt
+	for rows.Next() {
+		m, err := scanMerge(rows.Scan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
 }
 
 // activeMerge returns the task's submitting or queued merge attempt, or "".
@@ -77,7 +129,12 @@ func (t *Tx) activeMerge(planKey string) (string, error) {
 // submitting), or the terminal removed or failed (from submitting or
 // queued). None of them touches the task's status or writes an event; the
 // merged outcome goes only through FinishMergeMerged.
-func (t *Tx) SetMergeState(id, state string) error {
+func (t *Tx) SetMergeState(id, state string) error { return t.EndMerge(id, state, "") }
+
+// EndMerge is SetMergeState with the reason shown for it: a removed
+// attempt requires a fresh review before the next merge, and the merge
+// click's saved response becomes this outcome in the same transaction.
+func (t *Tx) EndMerge(id, state, reason string) error {
 	m, err := t.MergeAttempt(id)
 	if err != nil {
 		return err
@@ -94,10 +151,27 @@ func (t *Tx) SetMergeState(id, state string) error {
 	default:
 		return refuse(CodeBadInput, "merge state %q is not set this way (merged goes through FinishMergeMerged)", state)
 	}
-	if _, err := t.exec(`UPDATE merge_attempts SET state = ?, updated_at = ? WHERE id = ?`, state, t.nowMS(), id); err != nil {
+	var why any
+	if reason != "" {
+		why = bound(reason)
+	}
+	if _, err := t.exec(`UPDATE merge_attempts SET state = ?, reason = ?, requires_fresh_review = ?, updated_at = ? WHERE id = ?`,
+		state, why, state == MergeRemoved, t.nowMS(), id); err != nil {
+		return err
+	}
+	if err := t.mergeResponse(m, state, reason); err != nil {
 		return err
 	}
 	return t.bump(m.PlanKey)
+}
+
+// mergeResponse updates the saved response of the merge click that began
+// m, if one did.
+func (t *Tx) mergeResponse(m MergeAttempt, state, reason string) error {
+	if m.ActionID == "" {
+		return nil
+	}
+	return t.updateSavedResponse(m.PlanKey, m.ActionID, Response{Outcome: state, AttemptID: m.ID, Message: reason})
 }
 
 // FinishMergeMerged records a confirmed merge: in this one transaction the
@@ -119,6 +193,9 @@ func (t *Tx) FinishMergeMerged(id string) error {
 		return refuse(CodeTaskClosed, "task is cancelled and never changes again")
 	}
 	if _, err := t.exec(`UPDATE merge_attempts SET state = ?, updated_at = ? WHERE id = ?`, MergeMerged, t.nowMS(), id); err != nil {
+		return err
+	}
+	if err := t.mergeResponse(m, MergeMerged, ""); err != nil {
 		return err
 	}
 	return t.closeMerged(m.PlanKey, id)

@@ -21,9 +21,59 @@ func (s *Store) migrateV7() error { return s.migrateFrom(7, addOwedFinding) }
 // new, and migrateFrom adds them from the schema.
 func (s *Store) migrateV8() error { return s.migrateFrom(8) }
 
-// migrateV9 moves a v9 database to v10: the questions and planning
-// requests tables are new, and migrateFrom adds them from the schema.
+// migrateV9 moves a v9 database to v10: merge_attempts gains the merge
+// coordinator's columns (mergeColumns, as every migration from an older
+// version does), and the questions and planning requests tables are new
+// (migrateFrom adds them from the schema).
 func (s *Store) migrateV9() error { return s.migrateFrom(9) }
+
+// mergeColumns are v10's columns of merge_attempts: a row written before
+// has no pull request, head or action (NULL), needs no fresh review, and
+// keeps its state. migrateFrom adds each one a file's table lacks (SQLite
+// has no ADD COLUMN IF NOT EXISTS); a file without the table gets the
+// whole of it from the schema.
+var mergeColumns = [][2]string{
+	{"pr_repo", "TEXT"},
+	{"pr_number", "INTEGER"},
+	{"head_sha", "TEXT"},
+	{"review_version", "INTEGER"},
+	{"action_id", "TEXT"},
+	{"reason", "TEXT"},
+	{"requires_fresh_review", "INTEGER NOT NULL DEFAULT 0"},
+}
+
+// addMissingColumns adds each of columns that table lacks; a missing
+// table is left to the schema.
+func (t *Tx) addMissingColumns(table string, columns [][2]string) error {
+	rows, err := t.queryOnce(`SELECT name FROM pragma_table_info(?)`, table)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			rows.Close()
+			return err
+		}
+		have[name] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(have) == 0 {
+		return nil
+	}
+	for _, c := range columns {
+		if !have[c[0]] {
+			if err := t.execOnce(fmt.Sprintf(`ALTER TABLE %s ADD COLUMN %s %s`, table, c[0], c[1])); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // addOwedFinding is v8's change: the evidence and the explicit owed marker
 // of a safety finding owed at a human gate.
@@ -40,7 +90,15 @@ func (s *Store) migrateFrom(v int, changes ...string) error {
 	}
 	defer sqlTx.Rollback()
 	t := &Tx{s: s, tx: sqlTx}
-	for _, q := range append(changes, schemaIfMissing(), fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)) {
+	for _, q := range changes {
+		if err := t.execOnce(q); err != nil {
+			return fmt.Errorf("store: migrate v%d: %w", v, err)
+		}
+	}
+	if err := t.addMissingColumns("merge_attempts", mergeColumns); err != nil {
+		return fmt.Errorf("store: migrate v%d: %w", v, err)
+	}
+	for _, q := range []string{schemaIfMissing(), fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)} {
 		if err := t.execOnce(q); err != nil {
 			return fmt.Errorf("store: migrate v%d: %w", v, err)
 		}

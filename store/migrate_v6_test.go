@@ -225,7 +225,13 @@ func TestMigrateV9AddsTheLanesTables(t *testing.T) {
 	e := newEnv(t)
 	key := e.newTask(words.StatusQueued)
 	e.s.Close()
-	e.rawExec(`DROP TABLE questions; DROP TABLE plan_requests; PRAGMA user_version = 9`)
+	e.rawExec(`DROP TABLE questions; DROP TABLE plan_requests; DROP TABLE merge_attempts;
+		CREATE TABLE merge_attempts (id TEXT PRIMARY KEY, plan_key TEXT NOT NULL REFERENCES tasks(plan_key),
+			state TEXT NOT NULL CHECK (state IN ('submitting','queued','merged','removed','failed')),
+			created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+		CREATE INDEX merge_attempts_by_task ON merge_attempts(plan_key, created_at);
+		INSERT INTO merge_attempts VALUES ('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaa1', '` + key + `', 'queued', 1, 2);
+		PRAGMA user_version = 9`)
 	s, err := store.Open(e.path, store.Options{Now: e.clock.Now, IDs: ids.NewSeeded(1), Failpoints: e.fp})
 	if err != nil {
 		t.Fatalf("Open(v9): %v", err)
@@ -237,6 +243,11 @@ func TestMigrateV9AddsTheLanesTables(t *testing.T) {
 	}
 	if n := e.rawInt(`SELECT COUNT(*) FROM questions`) + e.rawInt(`SELECT COUNT(*) FROM plan_requests`); n != 0 {
 		t.Fatalf("%d rows in the new tables after the migration, want none", n)
+	}
+	// The merge attempt keeps its state and gains the coordinator's
+	// columns, empty, needing no fresh review.
+	if n := e.rawInt(`SELECT COUNT(*) FROM merge_attempts WHERE state = 'queued' AND pr_number IS NULL AND requires_fresh_review = 0`); n != 1 {
+		t.Fatalf("%d migrated merge attempts as written, want 1", n)
 	}
 	if _, err := s.Task(key); err != nil {
 		t.Fatalf("the migrated task: %v", err)

@@ -28,8 +28,11 @@ package store
 // state and answer), and plan_requests, the suggestion coordinator's
 // requests: the contract's v11 (mode: suggestion or draft) and v15 (each
 // request bound to the checkpoint, the audited head and the completed
-// prefix it was captured at) columns. v9 → v10 is migrateV9 (new tables
-// only).
+// prefix it was captured at) columns; and the merge coordinator's columns
+// of merge_attempts (the pull request and head it merges, the review
+// version it was admitted at, the user action whose saved response its
+// outcome updates, its reason, and requiresFreshReview). v9 → v10 is
+// migrateV9 (addMergeColumns, then the new tables).
 const schemaVersion = 10
 
 // schema is the whole v10 schema. Times are Unix milliseconds from the injected
@@ -176,7 +179,14 @@ CREATE TABLE merge_attempts (
 	plan_key   TEXT NOT NULL REFERENCES tasks(plan_key),
 	state      TEXT NOT NULL CHECK (state IN ('submitting','queued','merged','removed','failed')),
 	created_at INTEGER NOT NULL,
-	updated_at INTEGER NOT NULL
+	updated_at INTEGER NOT NULL,
+	pr_repo    TEXT,
+	pr_number  INTEGER,
+	head_sha   TEXT,
+	review_version INTEGER,
+	action_id  TEXT,
+	reason     TEXT,
+	requires_fresh_review INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX merge_attempts_by_task ON merge_attempts(plan_key, created_at);
 CREATE TABLE checkpoints (

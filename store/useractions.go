@@ -107,6 +107,31 @@ func (s *Store) UserAction(a Action, fn func(tx *Tx) (Response, error)) (Respons
 	return resp, nil
 }
 
+// SavedAction reads the saved response of a, if a was recorded: a
+// caller whose guards read something outside the Store first (a merge
+// click's GitHub read) answers a replay from it without that read. The
+// same action ID with another request is refused as "Action ID already
+// used".
+func (s *Store) SavedAction(a Action) (resp Response, ok bool, err error) {
+	err = s.View(func(tx *Tx) error {
+		resp, ok, err = tx.savedAction(a.PlanKey, a.ActionID, RequestHash(a.Kind, a.Request))
+		return err
+	})
+	resp.Replayed = ok
+	return
+}
+
+// updateSavedResponse replaces the saved response of a recorded action:
+// a merge's "in progress" becomes its outcome, in the transaction that
+// records the outcome ("When the merge coordinator records the outcome,
+// the same transaction updates that saved response").
+func (t *Tx) updateSavedResponse(planKey, actionID string, r Response) error {
+	r.Message = bound(r.Message)
+	body, _ := json.Marshal(r)
+	_, err := t.exec(`UPDATE user_actions SET response = ? WHERE plan_key = ? AND action_id = ?`, string(body), planKey, actionID)
+	return err
+}
+
 func (t *Tx) savedAction(planKey, actionID, hash string) (Response, bool, error) {
 	var savedHash, body string
 	err := t.queryRow(`SELECT request_hash, response FROM user_actions WHERE plan_key = ? AND action_id = ?`, planKey, actionID).Scan(&savedHash, &body)

@@ -63,16 +63,8 @@ func (c *Coordinator) Start(ctx context.Context, req StartRequest) (requestID st
 
 // admit is Start's event.
 func (c *Coordinator) admit(ctx context.Context, req StartRequest) (string, error) {
-	if c.closing.Load() {
-		return "", ErrClosing
-	}
-	if held := c.active[req.PlanKey]; held != nil {
-		if held.unresolved {
-			return "", &store.Refusal{Code: store.CodeActiveAttempt,
-				Message: fmt.Sprintf("planning request %s: %s", held.id, resultNotSaved)}
-		}
-		return "", &store.Refusal{Code: store.CodeActiveAttempt,
-			Message: fmt.Sprintf("planning request %s for this plan has not finished; wait for it to stop", held.id)}
+	if err := c.admissible(req.PlanKey); err != nil {
+		return "", err
 	}
 	id := c.cfg.IDs.UUID()
 	var row store.PlanRequest
@@ -82,6 +74,32 @@ func (c *Coordinator) admit(ctx context.Context, req StartRequest) (string, erro
 	}); err != nil {
 		return "", err
 	}
+	c.launch(ctx, row, req)
+	return id, nil
+}
+
+// admissible is admission's in-memory half, run in the admitting event:
+// closing refuses, and so does a plan whose invocation has not settled.
+func (c *Coordinator) admissible(planKey string) error {
+	if c.closing.Load() {
+		return ErrClosing
+	}
+	if held := c.active[planKey]; held != nil {
+		if held.unresolved {
+			return &store.Refusal{Code: store.CodeActiveAttempt,
+				Message: fmt.Sprintf("planning request %s: %s", held.id, resultNotSaved)}
+		}
+		return &store.Refusal{Code: store.CodeActiveAttempt,
+			Message: fmt.Sprintf("planning request %s for this plan has not finished; wait for it to stop", held.id)}
+	}
+	return nil
+}
+
+// launch is admission's second half, in the same event, once the Store
+// has allocated row: the invocation takes the plan's slot, the provider
+// starts with a copy of the input, and the budget's timer is armed.
+func (c *Coordinator) launch(ctx context.Context, row store.PlanRequest, req StartRequest) {
+	id := row.ID
 	c.seq++
 	inv := &invocation{seq: c.seq, id: id, planKey: row.PlanKey, mode: row.Mode, revision: row.Revision,
 		snapshot: row.SnapshotID, onSettled: req.OnSettled}
@@ -95,14 +113,13 @@ func (c *Coordinator) admit(ctx context.Context, req StartRequest) (string, erro
 		// request ends here, through the same settlement as any other.
 		c.trace("start %s: the provider did not start: %s", id, short(err.Error()))
 		c.finish(inv, c.settleStopped(inv, store.RequestFailed, notStarted+err.Error(), err.Error()))
-		return id, nil
+		return
 	}
 	if h == nil {
 		c.finish(inv, c.settleStopped(inv, store.RequestFailed, notStarted+"no handle", "no handle"))
-		return id, nil
+		return
 	}
 	inv.handle = h
 	inv.timer = c.afterFunc(c.cfg.Budget, func() { c.timeout(inv) })
 	h.OnSettled(func(o Outcome) { c.post(func() { c.settled(inv, o) }) })
-	return id, nil
 }

@@ -40,23 +40,40 @@ func (c *Coordinator) Cancel(ctx context.Context, requestID, reason string) (sto
 }
 
 func (c *Coordinator) cancel(requestID, reason string) (row store.PlanRequest, err error) {
+	var inv *invocation
+	if err = c.cfg.Store.Update(func(tx *store.Tx) (err error) {
+		row, inv, err = c.cancelIn(tx, requestID, reason)
+		return err
+	}); err != nil {
+		return row, err
+	}
+	c.cancelled(requestID, inv, row, reason)
+	return row, nil
+}
+
+// cancelIn is the cancel's write, in tx: the request this process holds a
+// handle for is settled cancelled at its captured binding; any other goes
+// through the Store's cancel. It returns the invocation whose provider
+// must be asked to stop once tx commits, or nil.
+func (c *Coordinator) cancelIn(tx *store.Tx, requestID, reason string) (store.PlanRequest, *invocation, error) {
 	inv := c.byID[requestID]
 	if inv == nil || inv.handle == nil {
-		err = c.cfg.Store.Update(func(tx *store.Tx) (err error) { row, err = tx.CancelPlanRequest(requestID); return err })
-		if err == nil {
-			c.trace("cancel %s: no handle in this process; %s", requestID, row.State)
-		}
-		return row, err
+		row, err := tx.CancelPlanRequest(requestID)
+		return row, nil, err
 	}
-	err = c.cfg.Store.Update(func(tx *store.Tx) (err error) {
-		row, err = tx.SettlePlanRequest(inv.id, inv.revision, inv.snapshot, store.RequestCancelled, reason)
-		return err
-	})
-	if err != nil {
-		return row, err
+	row, err := tx.SettlePlanRequest(inv.id, inv.revision, inv.snapshot, store.RequestCancelled, reason)
+	return row, inv, err
+}
+
+// cancelled is the cancel's effect after its write committed: the held
+// handle's cancel is called ("pending: handle.cancel(reason) on the
+// SuggestionHandle"); the slot stays held until the provider settles.
+func (c *Coordinator) cancelled(requestID string, inv *invocation, row store.PlanRequest, reason string) {
+	if inv == nil {
+		c.trace("cancel %s: no handle in this process; %s", requestID, row.State)
+		return
 	}
 	c.stop(inv, stopCancel, reason)
-	return row, nil
 }
 
 // timeout is the budget's event: "Timeouts request abort but do not

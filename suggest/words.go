@@ -8,17 +8,18 @@ import (
 )
 
 // The exact words this package writes or returns. The first two are the
-// contract's own (shared/spec/messages.md); the rest are this package's
+// contract's own (shared/spec/messages.md), kept in package words with
+// the rest of them; the others are this package's
 // reasons, each naming what happened so that a person can act on it.
 const (
 	// NotAvailable is Start's answer without a provider: "Without a
 	// github block, or in a demo, the server returns 'Planning agent not
 	// available yet'".
-	NotAvailable = "Planning agent not available yet"
+	NotAvailable = words.PlanningNotAvailable
 	// ServerStopped is the reason of a request the server stopped before
 	// it finished: at startup for what an earlier process left pending
 	// (FailLeftovers), and at shutdown for what Close aborted.
-	ServerStopped = "The server stopped before this request finished. Ask again."
+	ServerStopped = words.PlanningServerStopped
 
 	providerFailed = "The planning agent failed: "
 	notStarted     = "The planning agent could not start: "

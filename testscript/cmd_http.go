@@ -115,7 +115,8 @@ func (s *scenario) web(ts *gts.TestScript) *web.Server {
 		tasks = append(tasks, web.Task{Name: strings.ToLower(name), Identity: s.plan(ts, s.tasks[name]).Identity})
 	}
 	srv, err := web.New(web.Options{Runner: w.Runner, Store: w.Store, Clock: w.Clock, Tasks: tasks,
-		Diagnostics: web.DiagnosticsReader(w.Runner.DiagnosticsDir()), Head: h.head, Questions: w.Ask})
+		Diagnostics: web.DiagnosticsReader(w.Runner.DiagnosticsDir()), Head: h.head, Questions: w.Ask, Merges: w.Merge,
+		Planning: planning(w)})
 	if err != nil {
 		ts.Fatalf("web: %v", err)
 	}
@@ -197,11 +198,39 @@ func (s *scenario) heldHeads() []chan struct{} {
 	defer s.http.mu.Unlock()
 	var out []chan struct{}
 	for _, st := range s.http.heads {
-		if st.hold != nil && !isClosed(st.hold) {
+		// A hold a request already waits on says nothing about the next
+		// request: only the holds nobody has reached yet are watched.
+		if st.hold != nil && !isClosed(st.hold) && !isClosed(st.waiting) {
 			out = append(out, st.waiting)
 		}
 	}
 	return out
+}
+
+// githubWait is closed once one more read than now waits on a gh-hold
+// (nil when no pull request is held): a request started after it was
+// made has reached GitHub.
+func (s *scenario) githubWait(stop <-chan struct{}) <-chan struct{} {
+	if s.w == nil || len(s.w.GitHub.Waiting()) == 0 {
+		return nil
+	}
+	before, _ := s.w.GitHub.Waiters()
+	reached := make(chan struct{})
+	go func() {
+		for {
+			n, arrived := s.w.GitHub.Waiters()
+			if n > before {
+				close(reached)
+				return
+			}
+			select {
+			case <-arrived:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return reached
 }
 
 func cmdActions(ts *gts.TestScript, neg bool, args []string) {
@@ -554,6 +583,7 @@ func cmdHTTPBegin(ts *gts.TestScript, neg bool, args []string) {
 	p := &partialRequest{body: b, rec: httptest.NewRecorder(), done: make(chan struct{}), waiting: b.waiting}
 	s.http.pending[name] = p
 	held := s.heldHeads()
+	ghWaits := s.githubWait(p.done)
 	go func() {
 		defer close(p.done)
 		srv.Handler().ServeHTTP(p.rec, req)
@@ -575,6 +605,7 @@ func cmdHTTPBegin(ts *gts.TestScript, neg bool, args []string) {
 	select {
 	case <-p.waiting:
 	case <-headWaits:
+	case <-ghWaits:
 	case <-p.done:
 	case <-time.After(hangLimit):
 		s.fatal(ts, "request %s neither waited for its body nor answered", name)
@@ -676,8 +707,9 @@ func cmdHTTPStop(ts *gts.TestScript, neg bool, args []string) {
 		srv := s.web(ts)
 		// Step 1, in one turn: the server's stopping flag and the
 		// coordinator's barrier.
-		srv.SetStopping()
+		srv.SetStopping() // with the merge coordinator's closing flag
 		w.Ask.StopAdmission()
+		w.Loop.Drain() // the events the stops posted (the merge coordinator's idle check)
 		if err := w.Runner.CloseAdmission(context.Background()); err != nil {
 			ts.Fatalf("%v", err)
 		}

@@ -20,8 +20,8 @@ func init() {
 		Command{Name: "merge-state", Usage: "[!] merge-state MERGE queued|removed|failed|merged",
 			Summary: "records a merge attempt's next state; merged is the confirmed outcome (FinishMergeMerged: attempt merged, task merged and task-closed in one transaction)",
 			Example: "merge-state M merged", Run: cmdMergeState},
-		Command{Name: "merge", Usage: "merge MERGE state=S",
-			Summary: "asserts a merge attempt's durable state",
+		Command{Name: "merge", Usage: "merge MERGE [state=S] [fresh=BOOL] [reason=TEXT] [reason~=REGEXP]",
+			Summary: "asserts a merge attempt's durable row: its state, whether it requires a fresh review (after removed), its reason",
 			Example: "merge M state=queued", Run: cmdMerge},
 		Command{Name: "rebase-mark", Usage: "[!] rebase-mark TASK ATTEMPT",
 			Summary: "records a rebase in progress for the task (tasks.rebase_in_progress = {\"attemptId\": …}, compare-and-swap from null), as F3 does before it starts a rebase",
@@ -83,7 +83,7 @@ func cmdMerge(ts *gts.TestScript, neg bool, args []string) {
 	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { m, err = tx.MergeAttempt(id); return err }); err != nil {
 		s.fatal(ts, "merge %s: %v", a.pos[0], err)
 	}
-	s.compare(ts, "merge "+a.pos[0], a.kv, map[string]string{"state": m.State})
+	s.compare(ts, "merge "+a.pos[0], a.kv, mergeFields(m))
 }
 
 func cmdRebaseMark(ts *gts.TestScript, neg bool, args []string) {

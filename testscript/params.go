@@ -19,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/codeboost/codeboost/failpoints"
+	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/sim"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
@@ -53,6 +54,11 @@ type scenario struct {
 	// askClosed is the channel Ask's close returned (cmd_ask.go), nil
 	// before ask-close.
 	askClosed <-chan struct{}
+	// plans is the planning commands' state (cmd_suggest.go).
+	plans planState
+	// mergeClicks are the merge clicks sent, by action name, so that a
+	// resend carries the body the click first had (cmd_merge_flow.go).
+	mergeClicks map[string]merge.Request
 }
 
 func (s *scenario) world(ts *gts.TestScript) *sim.World {

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/codeboost/codeboost/codehost"
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/words"
 )
@@ -930,4 +931,98 @@ func TestBrowserAsksAndShowsAnswers(t *testing.T) {
 	if v := eval[string](p, `document.querySelector('#question').value`); v != "Is the parser covered by tests?" {
 		t.Errorf("Ask again put %q in the box; want the question", v)
 	}
+}
+
+// TestBrowserSuggestionsApply: the person asks the planning agent for
+// suggestions and for a draft of the plan shown; each shows as planning
+// until its provider settles, a failure with its reason, a ready
+// suggestion with its cards and a ready draft with its items, each with
+// Apply and Dismiss. Apply sends the request's bound revision; the plan
+// moves to the next revision, and the draft planned from the old one
+// stays listed, out of date with its cause.
+//
+// kills: mutant/ui-suggestion-cards-hidden
+func TestBrowserSuggestionsApply(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
+	p := w.open()
+	p.waitFor(`!document.getElementById('no-suggestions').hidden && !document.getElementById('ask-suggestions').disabled`, "the empty suggestions")
+
+	// settleNewest settles the plan's newest request once it is pending.
+	settleNewest := func(reply string, failure string) {
+		t.Helper()
+		var list PlanRequestsReply
+		w.api("GET", "/api/plan/requests?task=parser-fix", nil, http.StatusOK, &list)
+		if len(list.Requests) == 0 || list.Requests[len(list.Requests)-1].State != "pending" {
+			t.Fatalf("requests: %+v; want the newest pending", list.Requests)
+		}
+		id := list.Requests[len(list.Requests)-1].ID
+		var err error
+		var body []byte
+		if reply != "" {
+			body = []byte(reply)
+		}
+		w.onLoop(func() { err = w.plan.Settle(id, body, failure) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A first request whose agent fails: its reason shows.
+	p.click(`#ask-suggestions`)
+	p.waitFor(`document.querySelector('#suggestion-list li[data-state=pending]') !== null`, "the request planning")
+	settleNewest("", "the planning container exited with code 2")
+	p.waitFor(`((document.querySelector('#suggestion-list li[data-state=failed] .s-reason') || {}).textContent || '').includes('The planning agent failed: the planning container exited with code 2')`, "the failure and its reason")
+
+	// Suggestions: two cards.
+	p.waitFor(`!document.getElementById('ask-suggestions').disabled`, "asking again allowed")
+	p.click(`#ask-suggestions`)
+	p.waitFor(`document.querySelector('#suggestion-list li[data-state=pending]') !== null`, "the second request planning")
+	settleNewest(`[{"item":2,"title":"Guard Parse and Decode against a nil reader","instructions":"Both entry points take an io.Reader.","kind":"change"},{"item":0,"title":"Fuzz the header parser","instructions":"A go test fuzz target seeded with the crash input.","kind":"add"}]`, "")
+	p.waitFor(`document.querySelectorAll('#suggestion-list li[data-state=ready][data-mode=suggestion] .cards li').length === 2`, "the suggestion's cards")
+
+	// A draft of the next revision.
+	p.click(`#ask-draft`)
+	p.waitFor(`document.querySelector('#suggestion-list li[data-state=pending][data-mode=draft]') !== null`, "the draft planning")
+	settleNewest(`{"items":[{"title":"Reproduce the crash with a failing test"},{"title":"Guard Parse against a nil reader"},{"title":"Return a typed error for truncated documents"},{"title":"Document the error types"}]}`, "")
+	p.waitFor(`document.querySelectorAll('#suggestion-list li[data-state=ready][data-mode=draft] .cards li').length === 4`, "the draft's items")
+	p.waitFor(`document.querySelector('#suggestion-list li[data-state=ready][data-mode=draft] button[data-action=apply]').textContent === 'Apply as revision 2'`, "the draft's Apply")
+	p.do(chromedp.ScrollIntoView(chromedp.CSS(`#suggestions`)))
+	p.screenshot("suggestions")
+
+	// Apply the suggestion: revision 2; the draft is out of date.
+	p.click(`#suggestion-list li[data-state=ready][data-mode=suggestion] button[data-action=apply]`)
+	p.waitFor(`document.querySelector('#plan-revision').textContent === 'revision 2'`, "the applied revision")
+	p.waitFor(`document.querySelector('#suggestion-list li[data-mode=suggestion][data-state=consumed]') !== null`, "the suggestion applied")
+	p.waitFor(`((document.querySelector('#suggestion-list li[data-mode=draft][data-state=invalidated] .s-reason') || {}).textContent || '') === 'Out of date: plan revision 2 replaced 1'`, "the draft out of date with its cause")
+	if n := eval[int](p, `document.querySelectorAll('#plan-items > li').length`); n != 4 {
+		t.Errorf("the plan shows %d items after the apply; want 4 (one changed, one added)", n)
+	}
+}
+
+// TestBrowserMergesAndShowsTheQueue: with every item approved the task
+// offers Merge; the click queues the merge on GitHub and the screen says
+// so, then shows it merged once GitHub's queue has merged it, and the
+// task merged. A pull request that leaves the queue closed shows why.
+//
+// kills: mutant/ui-merge-state-hidden
+func TestBrowserMergesAndShowsTheQueue(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
+	head := strings.Repeat("ab", 20)
+	yes := true
+	w.github.SetPullRequest("owner/parser-fix", codehost.PullRequest{Number: 7, State: "open", HeadSHA: head, Mergeable: &yes})
+	w.github.NextMerge("queued")
+	w.approveAll("parser-fix")
+	p := w.open()
+	p.waitFor(`document.querySelector('#task-actions button[data-action=merge]') !== null`, "Merge offered")
+	p.click(`#task-actions button[data-action=merge]`)
+	p.waitFor(`(document.querySelector('#task-actions .merge-note') || {textContent: ''}).textContent.includes('In the merge queue')`, "the queued merge")
+	if p := eval[bool](p, `document.querySelector('#task-actions button[data-action=merge]') === null`); !p {
+		t.Errorf("Merge is still offered while the merge is queued")
+	}
+	p.screenshot("merge-queued")
+	if err := w.github.Update("owner/parser-fix", 7, func(pr *codehost.PullRequest) { pr.Merged, pr.State = true, "closed" }); err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor(`(document.querySelector('#task-actions .merge-note') || {textContent: ''}).textContent.includes('Merged')`, "the merged outcome")
+	p.waitFor(`document.querySelector('#task-status').textContent === 'merged'`, "the task merged")
 }

@@ -21,6 +21,9 @@ const (
 	codeNotFound     = "not-found"
 	codeMethod       = "method-not-allowed"
 	codeStorage      = "storage-error"
+	// codeGitHubUnavailable: a merge click's GitHub read before admission
+	// did not answer; nothing was recorded, so the screen may resend.
+	codeGitHubUnavailable = "github-unavailable"
 )
 
 // errDestroyed is what a body read returns once step 3 destroyed the

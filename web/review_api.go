@@ -30,6 +30,9 @@ type ReviewReply struct {
 	Findings      []ReviewFinding `json:"findings"`
 	History       []HistoryRow    `json:"history"`
 	Head          string          `json:"head"` // the repository's HEAD, as read by this load
+	// Merge is the task's latest merge attempt, through displayStatus
+	// (which reads GitHub again while a merge is in flight); null for none.
+	Merge *MergeRow `json:"merge"`
 }
 
 // ReviewItem is one item of the current plan revision.
@@ -169,6 +172,16 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.storageError(w, "GET /api/review", err)
 		return
+	}
+	if s.opt.Merges != nil {
+		// displayStatus's reconciliation write goes through the gate:
+		// after step 3 it is 503, never a 200 with the merge left out.
+		st, err := s.opt.Merges.DisplayStatus(r.Context(), key)
+		if err != nil {
+			s.storageError(w, "GET /api/review", err)
+			return
+		}
+		reply.Merge = mergeRow(st)
 	}
 	writeJSON(w, http.StatusOK, reply)
 }

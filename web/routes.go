@@ -23,9 +23,16 @@ func (s *Server) routes() {
 	mux.HandleFunc("POST /api/plan/import", s.postPlanImport)
 	mux.HandleFunc("GET /api/output", s.getOutput)
 	mux.HandleFunc("GET /api/diff", s.getDiff)
+	if s.opt.Merges != nil {
+		mux.HandleFunc("POST /api/merge", s.postMerge)
+		mux.HandleFunc("GET /api/merge", s.getMerge)
+	}
 	if s.opt.Questions != nil {
 		mux.HandleFunc("POST /api/questions", s.postQuestion)
 		mux.HandleFunc("GET /api/questions", s.getQuestions)
+	}
+	if s.opt.Planning != nil {
+		s.planningRoutes(mux)
 	}
 	mux.Handle("GET /metrics", s.metricsHandler())
 	static := s.opt.Static

@@ -50,9 +50,15 @@ type Options struct {
 	// Static replaces the embedded review screen (the browser tests serve
 	// a mutated page script through it); nil serves the embedded one.
 	Static fs.FS
+	// Merges is the merge coordinator (nil: no merge routes, and the
+	// review load shows no merge).
+	Merges Merges
 	// Questions is Ask, the question coordinator (nil: the server has no
 	// question routes).
 	Questions Questions
+	// Planning is the suggestion coordinator (nil: the server has no
+	// planning routes; see plan_requests_api.go).
+	Planning Planning
 	// Demo is shown in the screen's header, so nobody mistakes the demo's
 	// simulated agent for a real one.
 	Demo bool
@@ -186,9 +192,10 @@ func closeOnce(c chan struct{}) {
 }
 
 // SetStopping is step 1's server half: from now on every new request gets
-// 503 "The review server is shutting down.", replies stop keeping their
-// connections alive, and every live-output stream closes so that no stream
-// holds the drain open. Admitted requests run on.
+// 503 "The review server is shutting down.", no merge is admitted and no
+// merge command is sent, replies stop keeping their connections alive,
+// and every live-output stream closes so that no stream holds the drain
+// open. Admitted requests run on.
 func (s *Server) SetStopping() {
 	s.mu.Lock()
 	s.stopping = true
@@ -197,6 +204,9 @@ func (s *Server) SetStopping() {
 	}
 	srv := s.httpSrv
 	s.mu.Unlock()
+	if s.opt.Merges != nil {
+		s.opt.Merges.Stop() // the merge coordinator's closing flag, in the same turn
+	}
 	if srv != nil {
 		srv.SetKeepAlivesEnabled(false)
 	}
@@ -277,9 +287,19 @@ func (s *Server) AbortRequests() {
 
 // AwaitRequestWork is step 3's last half, after the write gate closed:
 // the aborted requests return (a write that reaches the gate now answers
-// 503). No merge coordinator exists yet, so the requests are all the work
-// there is.
-func (s *Server) AwaitRequestWork() { <-s.idle }
+// 503), and the merge coordinator's merges in flight end (their
+// settlement holds the shutdown capability).
+func (s *Server) AwaitRequestWork() {
+	<-s.idle
+	if s.opt.Merges != nil {
+		idle, err := s.opt.Merges.AwaitIdle(context.Background())
+		if err != nil {
+			s.log.Error("shutdown: the merges in flight could not be awaited", "err", err)
+			return
+		}
+		<-idle
+	}
+}
 
 // Close is step 6: close every connection and wait for Serve to return.
 func (s *Server) Close() {

@@ -27,8 +27,11 @@ import (
 	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/internal/mutant"
+	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/runner"
+	"github.com/codeboost/codeboost/sim"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/suggest"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -54,6 +57,17 @@ type uiWorld struct {
 	proxy *proxy
 	url   string
 	tasks map[string]store.Identity
+
+	// suggest is the suggestion coordinator, on the runner's loop, with
+	// plan, the simulated planning provider a test settles by hand.
+	suggest *suggest.Coordinator
+	plan    *sim.Planner
+
+	// merge is the merge coordinator, on the runner's loop, merging on
+	// github, the simulated GitHub; each task's pull request is number 7
+	// of owner/<task name>.
+	merge  *merge.Coordinator
+	github *sim.GitHub
 }
 
 // uiTask is a configured task of the world, created in review with its
@@ -127,6 +141,24 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 		t.Fatal(err)
 	}
 	<-w.ask.Opened()
+	w.plan = sim.NewPlanner(func(string) {})
+	w.suggest, err = suggest.New(suggest.Config{Store: st, Capability: capability, Loop: w.loop, Clock: clock, IDs: idSource, Provider: w.plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.github = sim.NewGitHub(nil)
+	w.merge, err = merge.New(merge.Config{Store: st, Capability: capability, Host: w.github, Loop: w.loop, IDs: idSource,
+		PullRequest: func(planKey string) (string, int, bool) {
+			for name, id := range w.tasks {
+				if id.Key() == planKey {
+					return "owner/" + name, 7, true
+				}
+			}
+			return "", 0, false
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var tasks []Task
 	for i, spec := range opt.tasks {
 		id := store.Identity{RepositoryID: "repo" + strconv.Itoa(i+1), TaskID: spec.name, PlanID: "plan"}
@@ -140,7 +172,7 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 	}
 	srv, err := New(Options{Runner: w.run, Store: st, Clock: clock, Tasks: tasks, Output: w.out,
 		Diagnostics: DiagnosticsReader(w.run.DiagnosticsDir()), Static: pageFS(t, opt.pollBaseMS, opt.pollCapMS),
-		Head: opt.head, CommitDiff: opt.commitDiff, Questions: w.ask})
+		Head: opt.head, CommitDiff: opt.commitDiff, Questions: w.ask, Planning: w.suggest, Merges: w.merge})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,6 +64,25 @@ const (
 	QuestionLeftover = "The server stopped before this question was answered. Ask again."
 )
 
+// Planning requests (the suggestion coordinator, package suggest, and the
+// planning routes).
+const (
+	// PlanningNotAvailable answers a planning start without a provider:
+	// "Without a github block, or in a demo, the server returns …".
+	PlanningNotAvailable = "Planning agent not available yet"
+	// PlanningServerStopped is the reason of a planning request the server
+	// stopped before it finished (an earlier process's leftover, or one
+	// shutdown aborted).
+	PlanningServerStopped = "The server stopped before this request finished. Ask again."
+	// UnknownSuggestionRequest answers a suggestion route given a draft's
+	// ID (or an ID that is no request of the task).
+	UnknownSuggestionRequest = "Unknown suggestion request."
+	// UnknownDraftRequest is the same for a draft route ("each kind's
+	// routes refuse the other's IDs"); the contract fixes only the
+	// suggestion's words, these follow them.
+	UnknownDraftRequest = "Unknown draft request."
+)
+
 // TaskStatus is a task's status (tasks.status). Attempt states, first
 // reasons, task statuses and D's stop reasons are distinct types, so that
 // "cancelled" the state cannot be passed where "cancelled" the reason or the

@@ -48,6 +48,7 @@ const state = {
   followCurrent: true,  // the selection follows the task's current attempt
   drafts: new Map(),    // name → the feedback draft of a task not shown
   questions: new Map(), // name → the task's questions, oldest first (GET /api/questions)
+  planRequests: new Map(), // name → the plan's planning requests (GET /api/plan/requests); null: no planning routes
 };
 
 // Requests that carry a task's status are numbered as they are sent (rule 1).
@@ -108,6 +109,9 @@ async function poll() {
   if (!state.selected && state.order.length) selectInitial();
   render();
   if (state.selected && questionsInFlight(state.selected)) loadQuestions(state.selected);
+  const shown = state.selected && state.reviews.get(state.selected);
+  if (shown && mergeInFlight(shown.merge) && !reviewsLoading.has(state.selected)) loadReview(state.selected);
+  if (state.selected && planRequestsInFlight(state.selected)) loadPlanRequests(state.selected);
 }
 
 function backOff() {
@@ -297,6 +301,35 @@ async function report(what, run, after) {
   }
 }
 
+// ---- Merge ----
+
+const mergeWords = {
+  submitting: 'Merging…', queued: 'In the merge queue', merged: 'Merged',
+  removed: 'Left the merge queue', failed: 'Not merged',
+};
+
+function mergeInFlight(m) {
+  return !!m && (m.state === 'submitting' || m.state === 'queued');
+}
+
+// mergeNote says where the task's latest merge stands, and why when it
+// did not merge.
+function mergeNote(m) {
+  return el('span', { className: 'merge-note', dataset: { merge: m.state } },
+    el('span', { className: 'badge small s-' + (m.state === 'merged' ? 'completed' : mergeInFlight(m) ? 'running' : 'failed') }, mergeWords[m.state] || m.state),
+    m.pullRequest ? ' ' + m.pullRequest : '',
+    m.reason ? ': ' + m.reason : '');
+}
+
+async function mergeTask() {
+  const st = selectedTask();
+  const review = st && state.reviews.get(st.name);
+  if (!st || !review) return;
+  const reply = await report('Merge', () => act('/api/merge',
+    { task: st.name, expectedStateVersion: st.stateVersion, expectedReviewVersion: review.reviewVersion }));
+  if (reply) loadReview(st.name);
+}
+
 // checkpointNote says where a scope pause stands (#88): the paths the
 // item's commit changed outside its scope, what the person does next, and
 // the continuation's approval.
@@ -414,7 +447,11 @@ async function loadReview(name) {
     const shown = state.reviews.get(name);
     if (shown && review.reviewVersion < shown.reviewVersion) return;
     state.reviews.set(name, review);
-    if (name === state.selected) renderReview();
+    if (name === state.selected) {
+      renderReview();
+      const st = selectedTask();
+      if (st) renderTaskActions(st); // the merge the review carries
+    }
   } catch (err) {
     if (name === state.selected) {
       $('plan-items').replaceChildren(el('li', { className: 'error' }, 'The plan could not be read: ' + err.message));
@@ -449,6 +486,7 @@ function selectTask(name, focus) {
   render();
   loadReview(name);
   loadQuestions(name);
+  loadPlanRequests(name);
   if (focus) focusTask(name);
   history.replaceState(null, '', '#' + encodeURIComponent(name));
 }
@@ -618,6 +656,7 @@ function renderDetail() {
   reviewIfMoved(st);
   renderReview();
   renderQuestions();
+  renderSuggestions();
   renderAttempts(st);
   renderAttemptDetail(st);
 }
@@ -640,10 +679,17 @@ function active(st) {
 
 function renderTaskActions(st) {
   const box = $('task-actions');
-  const key = JSON.stringify([st.name, st.startable, st.resumable, st.task.status, st.task.cancelRequested, st.unresolved, st.available, active(st), st.checkpoint, st.nextItem]);
+  const review = state.reviews.get(st.name);
+  const merge = review ? review.merge : null;
+  const mergeable = !!review && (st.task.status === 'in review' || st.task.status === 'approved but merge blocked') &&
+    review.items.length > 0 && review.items.every((it) => it.approved) && !active(st) && !mergeInFlight(merge);
+  const key = JSON.stringify([st.name, st.startable, st.resumable, st.task.status, st.task.cancelRequested, st.unresolved, st.available, active(st), st.checkpoint, st.nextItem, merge, mergeable]);
   redraw(box, key, () => {
     const buttons = [];
     const cp = st.checkpoint;
+    if (mergeable) {
+      buttons.push(el('button', { type: 'button', className: 'primary', dataset: { action: 'merge', key: 'action:merge' }, onclick: mergeTask }, 'Merge'));
+    }
     if (cp && st.task.status === 'needs amendment') {
       buttons.push(el('button', { type: 'button', className: 'primary', dataset: { action: 'approve-continuation', key: 'action:approve-continuation' }, onclick: approveContinuation }, 'Approve continuation'));
     }
@@ -653,6 +699,7 @@ function renderTaskActions(st) {
       buttons.push(actionButton('cancel-task', 'Cancel task', null, 'danger'));
     }
     box.replaceChildren(...buttons);
+    if (merge) box.append(mergeNote(merge));
     const note = cp && checkpointNote(st, cp);
     if (note) box.append(note);
     if (st.unresolved) {
@@ -787,6 +834,135 @@ async function askQuestion() {
     if ($('question').value === text) $('question').value = '';
     loadQuestions(st.name);
   }
+}
+
+// ---- Suggestions (the planning agent) ----
+
+// A suggestion is a set of cards (add, change or remove an item), a draft
+// a whole next revision; both are planned from the revision shown and
+// apply only to it. Nothing changes until the person applies one; a new
+// revision or snapshot puts every other request out of date, and it stays
+// listed with its cause.
+
+const planRoutes = { suggestion: '/api/plan/suggestions/', draft: '/api/plan/drafts/' };
+const planStateWords = {
+  pending: 'planning…', ready: 'ready', consumed: 'applied', failed: 'failed',
+  cancelled: 'dismissed', invalidated: 'out of date',
+};
+const planStateClass = {
+  pending: 's-running', ready: 's-completed', consumed: 's-completed', failed: 's-failed',
+  cancelled: 's-cancelled', invalidated: 's-stale',
+};
+
+function planRequestsInFlight(name) {
+  const reply = state.planRequests.get(name);
+  return reply !== null && (!reply || reply.requests.some((r) => r.state === 'pending'));
+}
+
+const planRequestsLoading = new Set();
+
+async function loadPlanRequests(name) {
+  if (planRequestsLoading.has(name)) return;
+  planRequestsLoading.add(name);
+  try {
+    const reply = await getJSON('/api/plan/requests?task=' + encodeURIComponent(name));
+    state.planRequests.set(name, reply);
+    if (name === state.selected) renderSuggestions();
+  } catch (err) {
+    if (err.status === 404 && err.code !== 'not-found') {
+      state.planRequests.set(name, null); // the server has no planning routes
+      if (name === state.selected) renderSuggestions();
+    } else if (name === state.selected) {
+      $('suggestion-list').replaceChildren(el('li', { className: 'error' }, 'The suggestions could not be read: ' + err.message));
+    }
+  } finally {
+    planRequestsLoading.delete(name);
+  }
+}
+
+function cardLine(c) {
+  const kind = { add: 'Add', change: 'Change item ' + c.item, remove: 'Remove item ' + c.item }[c.kind] || c.kind;
+  return el('li', { dataset: { kind: c.kind } },
+    el('span', { className: 'card-kind' }, kind + ':'),
+    el('span', { className: 'card-title' }, c.title),
+    c.instructions ? el('span', { className: 'card-text' }, c.instructions) : null);
+}
+
+// replyOf is what a ready (or applied, or out-of-date) request proposes:
+// a suggestion's cards, a draft's items.
+function replyOf(r) {
+  if (!r.reply) return null;
+  if (r.mode === 'draft') {
+    return el('ol', { className: 'cards draft-items' }, (r.reply.items || []).map((it) =>
+      el('li', {}, el('span', { className: 'card-title' }, it.title),
+        it.instructions ? el('span', { className: 'card-text' }, it.instructions) : null)));
+  }
+  return el('ul', { className: 'cards' }, r.reply.map(cardLine));
+}
+
+function renderSuggestions() {
+  const st = selectedTask();
+  const reply = st ? state.planRequests.get(st.name) : undefined;
+  $('suggestions').hidden = reply === null;
+  const list = $('suggestion-list');
+  $('no-suggestions').hidden = !reply || reply.requests.length > 0;
+  if (!reply) return;
+  const busy = reply.requests.some((r) => r.state === 'pending');
+  $('ask-suggestions').disabled = busy;
+  $('ask-draft').disabled = busy;
+  redraw(list, JSON.stringify(reply), () => {
+    list.replaceChildren(...reply.requests.slice().reverse().map((r) => {
+      const title = r.mode === 'draft'
+        ? 'Draft of revision ' + (r.revision + 1)
+        : 'Suggestions for revision ' + r.revision;
+      let reason = null;
+      if (r.state === 'invalidated') reason = 'Out of date: ' + r.cause;
+      else if ((r.state === 'failed' || r.state === 'cancelled') && r.reason) reason = sentence(r.reason);
+      return el('li', { dataset: { request: r.id, state: r.state, mode: r.mode } },
+        el('div', { className: 's-line' },
+          el('span', { className: 's-title' }, title),
+          el('span', { className: 'badge small ' + (planStateClass[r.state] || '') }, planStateWords[r.state] || r.state)),
+        reason ? el('p', { className: 's-reason' }, reason) : null,
+        r.state === 'ready' || r.state === 'consumed' ? replyOf(r) : null,
+        r.state === 'ready'
+          ? el('div', { className: 'row buttons' },
+            el('button', { type: 'button', dataset: { action: 'apply', key: 'apply:' + r.id }, onclick: () => applyPlanRequest(r) },
+              r.mode === 'draft' ? 'Apply as revision ' + (r.revision + 1) : 'Apply'),
+            el('button', { type: 'button', className: 'quiet', dataset: { action: 'dismiss', key: 'dismiss:' + r.id }, onclick: () => cancelPlanRequest(r, 'Dismiss') }, 'Dismiss'))
+          : null,
+        r.state === 'pending'
+          ? el('button', { type: 'button', className: 'quiet', dataset: { action: 'cancel', key: 'cancel:' + r.id }, onclick: () => cancelPlanRequest(r, 'Cancel') }, 'Cancel')
+          : null);
+    }));
+  });
+}
+
+// askPlanning starts a request for the revision and snapshot shown.
+async function askPlanning(mode) {
+  const st = selectedTask();
+  const shown = st && state.planRequests.get(st.name);
+  if (!shown) return;
+  const what = mode === 'draft' ? 'Ask for a draft' : 'Ask for suggestions';
+  await report(what, () => act(mode === 'draft' ? '/api/plan/drafts' : '/api/plan/suggestions',
+    { task: st.name, expectedRevision: shown.revision, expectedSnapshot: shown.snapshotId }));
+  loadPlanRequests(st.name);
+}
+
+// applyPlanRequest applies a ready request to the revision it is bound to
+// (never the one shown, which may have moved): the server refuses it then.
+async function applyPlanRequest(r) {
+  const st = selectedTask();
+  if (!st) return;
+  const reply = await report('Apply', () => act(planRoutes[r.mode] + r.id + '/apply', { task: st.name, expectedRevision: r.revision }));
+  loadPlanRequests(st.name);
+  if (reply) loadReview(st.name);
+}
+
+async function cancelPlanRequest(r, what) {
+  const st = selectedTask();
+  if (!st) return;
+  await report(what, () => act(planRoutes[r.mode] + r.id + '/cancel', { task: st.name }));
+  loadPlanRequests(st.name);
 }
 
 function renderAttempts(st) {
@@ -1064,6 +1240,8 @@ $('send-reject').addEventListener('click', () => sendFeedback('reject'));
 $('send-guidance').addEventListener('click', () => sendFeedback('guidance'));
 $('plan-import').addEventListener('click', importPlan);
 $('ask').addEventListener('click', askQuestion);
+$('ask-suggestions').addEventListener('click', () => askPlanning('suggestion'));
+$('ask-draft').addEventListener('click', () => askPlanning('draft'));
 $('plan-file').addEventListener('change', async () => {
   const f = $('plan-file').files[0];
   if (f) $('plan-source').value = await f.text();

@@ -204,7 +204,7 @@ func serve(args []string, stdout, stderr io.Writer, engine app.OpenEngine) int {
 	}
 	ap, err := app.New(app.Options{
 		DB: cfg.Store, Root: cfg.Runner.Root, Ready: a.ready, Check: a.check, ReleasePreparation: a.release,
-		Listen: cfg.Listen, Tasks: cfg.Tasks, Runner: cfg.Runner, Demo: a.demo,
+		Listen: cfg.Listen, Tasks: cfg.Tasks, Runner: cfg.Runner, GitHub: cfg.GitHub, Demo: a.demo,
 		Log: log, Stderr: stderr, Engine: engine,
 	})
 	if err != nil {

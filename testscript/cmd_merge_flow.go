@@ -1,0 +1,227 @@
+package testscript
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/codeboost/codeboost/codehost"
+	"github.com/codeboost/codeboost/merge"
+	"github.com/codeboost/codeboost/sim"
+	"github.com/codeboost/codeboost/store"
+	gts "github.com/rogpeppe/go-internal/testscript"
+)
+
+// Commands for the merge coordinator (package merge) and the simulated
+// GitHub it merges on (sim.GitHub): a task's pull request, what the next
+// merge command answers, a merge click, displayStatus, shutdown's step 1
+// and step 3 for merges, and the startup reconciliation. The HTTP routes
+// are driven with http-begin POST /api/merge and GET /api/merge.
+
+func init() {
+	register(
+		Command{Name: "gh-pr", Usage: "gh-pr TASK N [head=H] [state=open|closed] [merged=true] [mergeable=true|false|unknown] [draft=true]",
+			Summary: "sets (or replaces, from these arguments alone) the task's pull request on the simulated GitHub (repository owner/TASK, number N; a head that is not 40 hex is hashed to one) and names it as the task's pull request",
+			Example: "gh-pr T1 7 head=h1", Run: cmdGHPR},
+		Command{Name: "gh-next-merge", Usage: "gh-next-merge merged|queued|refused|unknown|unknown-merged...",
+			Summary: "queues what the next merge commands answer (default merged); unknown is no answer with nothing merged, unknown-merged no answer although GitHub merged",
+			Example: "gh-next-merge unknown-merged", Run: cmdGHNextMerge},
+		Command{Name: "gh-hold", Usage: "gh-hold TASK",
+			Summary: "holds the next reads of the task's pull request made on a request's goroutine until gh-release (the merge's own calls are never held: use at merge/before-final-reread)",
+			Example: "gh-hold T1", Run: cmdGHHold},
+		Command{Name: "gh-release", Usage: "gh-release TASK",
+			Summary: "lets the held reads of the task's pull request answer",
+			Example: "gh-release T1", Run: cmdGHRelease},
+		Command{Name: "merge-click", Usage: "[!] merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
+			Summary: "a merge click straight at the merge coordinator: its GitHub read, then the user action (beginMergeAttempt and its guards), then the final check, the boundary and the merge command; names the attempt",
+			Example: "merge-click T1 as=M action=m1", Run: cmdMergeClick},
+		Command{Name: "merge-status", Usage: "[!] merge-status TASK",
+			Summary: "displayStatus: the task's latest merge attempt, with GitHub read again (and what it shows recorded, through the write gate) while the attempt is in flight; prints it",
+			Example: "merge-status T1", Run: cmdMergeStatus},
+		Command{Name: "merge-stop", Usage: "merge-stop",
+			Summary: "shutdown step 1's half for merges (no merge is admitted and no merge command is sent after it), then step 3's check whether a merge is still in flight",
+			Example: "merge-stop", Run: cmdMergeStop},
+		Command{Name: "merge-idle", Usage: "[!] merge-idle",
+			Summary: "asserts whether the merge coordinator has stopped and has no merge in flight (shutdown step 3's await)",
+			Example: "merge-idle", Run: cmdMergeIdle},
+		Command{Name: "merge-reconcile", Usage: "[!] merge-reconcile",
+			Summary: "the merge coordinator's startup: every merge still submitting or queued is read on GitHub and its outcome recorded",
+			Example: "merge-reconcile", Run: cmdMergeReconcile},
+	)
+}
+
+var hex40 = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+// sha40 is a head as the script names it: 40 hex as it is, any other
+// name hashed to 40 hex, so a script can say head=h1.
+func sha40(name string) string {
+	if hex40.MatchString(name) {
+		return name
+	}
+	sum := sha1.Sum([]byte(name))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *scenario) taskRepo(name string) string { return "owner/" + strings.ToLower(name) }
+
+func cmdGHPR(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	a := parse(args)
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: gh-pr TASK N [k=v...]")
+	}
+	key := s.planKey(ts, a.pos[0])
+	n := atoi(ts, "N", a.pos[1])
+	repo := s.taskRepo(a.pos[0])
+	pr := codehost.PullRequest{Number: n, State: "open", HeadSHA: sha40("head"), BaseRef: "main"}
+	t := true
+	pr.Mergeable = &t
+	if v, ok := a.kv["head"]; ok {
+		pr.HeadSHA = sha40(v)
+	}
+	if v, ok := a.kv["state"]; ok {
+		pr.State = v
+	}
+	if a.kv["merged"] == "true" {
+		pr.Merged, pr.State = true, "closed"
+	}
+	if a.kv["draft"] == "true" {
+		pr.Draft = true
+	}
+	switch a.kv["mergeable"] {
+	case "false":
+		f := false
+		pr.Mergeable = &f
+	case "unknown":
+		pr.Mergeable = nil
+	}
+	w.GitHub.SetPullRequest(repo, pr)
+	w.TaskPRs[key] = sim.PRRef{Repo: repo, Number: n}
+}
+
+func cmdGHNextMerge(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) == 0 {
+		ts.Fatalf("usage: gh-next-merge ANSWER...")
+	}
+	get(ts).world(ts).GitHub.NextMerge(args...)
+}
+
+func (s *scenario) taskPR(ts *gts.TestScript, name string) sim.PRRef {
+	r, ok := s.world(ts).TaskPRs[s.planKey(ts, name)]
+	if !ok {
+		ts.Fatalf("task %s has no pull request (gh-pr)", name)
+	}
+	return r
+}
+
+func cmdGHHold(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: gh-hold TASK")
+	}
+	r := s.taskPR(ts, args[0])
+	s.world(ts).GitHub.Hold(r.Repo, r.Number)
+}
+
+func cmdGHRelease(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: gh-release TASK")
+	}
+	r := s.taskPR(ts, args[0])
+	s.world(ts).GitHub.Release(r.Repo, r.Number)
+}
+
+func cmdMergeClick(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]")
+	}
+	key := s.planKey(ts, a.pos[0])
+	r := merge.Request{PlanKey: key, ActionID: s.action(a), ExpectedStateVersion: s.stateVersion(ts, key, a),
+		ExpectedReviewVersion: s.reviewVersion(ts, key, a)}
+	// A resend of a named click (a lost response) carries the very body
+	// it first had, versions included, unless the script says otherwise.
+	if name := a.kv["action"]; name != "" {
+		if first, ok := s.mergeClicks[name]; ok {
+			if _, ok := a.kv["sv"]; !ok {
+				r.ExpectedStateVersion = first.ExpectedStateVersion
+			}
+			if _, ok := a.kv["rv"]; !ok {
+				r.ExpectedReviewVersion = first.ExpectedReviewVersion
+			}
+		} else {
+			if s.mergeClicks == nil {
+				s.mergeClicks = map[string]merge.Request{}
+			}
+			s.mergeClicks[name] = r
+		}
+	}
+	if name := a.kv["as"]; name != "" {
+		if err := w.NameNext(name); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+	resp, err := w.Merge.Merge(context.Background(), r)
+	if a.kv["as"] != "" && err != nil {
+		w.NameNext("") // nothing was admitted: the name stays free
+	}
+	printResponse(ts, s, resp)
+	s.expect(ts, neg, "merge-click", err)
+}
+
+func printMerge(ts *gts.TestScript, s *scenario, st merge.Status) {
+	if st.Attempt == nil {
+		fmt.Fprintln(ts.Stdout(), "merge: none")
+		return
+	}
+	m := st.Attempt
+	fmt.Fprintf(ts.Stdout(), "merge: %s state=%s fresh=%v reason=%q\n", s.w.Name(m.ID), m.State, m.RequiresFreshReview, m.Reason)
+}
+
+func cmdMergeStatus(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	if len(args) != 1 {
+		ts.Fatalf("usage: merge-status TASK")
+	}
+	st, err := s.world(ts).Merge.DisplayStatus(context.Background(), s.planKey(ts, args[0]))
+	if err == nil {
+		printMerge(ts, s, st)
+	}
+	s.expect(ts, neg, "merge-status", err)
+}
+
+func cmdMergeStop(ts *gts.TestScript, neg bool, args []string) {
+	w := get(ts).world(ts)
+	w.Merge.Stop()
+	if _, err := w.Merge.AwaitIdle(context.Background()); err != nil {
+		ts.Fatalf("merge-stop: %v", err)
+	}
+}
+
+func cmdMergeIdle(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	got := isClosedRecv(s.world(ts).Merge.Idle())
+	if got == neg {
+		s.fatal(ts, "the merge coordinator idle: %v, want %v", got, !neg)
+	}
+}
+
+func cmdMergeReconcile(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	err := s.world(ts).Merge.Reconcile(context.Background())
+	s.expect(ts, neg, "merge-reconcile", err)
+}
+
+// mergeFields are what the merge assertion compares.
+func mergeFields(m store.MergeAttempt) map[string]string {
+	return map[string]string{"state": m.State, "fresh": strconv.FormatBool(m.RequiresFreshReview), "reason": m.Reason,
+		"head": m.HeadSHA}
+}
