@@ -36,6 +36,8 @@ type sweepWorld struct {
 	// fresh: a real codeboost process without the Docker adapter recovered
 	// this world first, so simulated task storage was not its to export.
 	fresh bool
+	// questions are the IDs of the questions the workload asked.
+	questions []string
 }
 
 func newSweepWorld(t testing.TB) *sweepWorld {
@@ -242,6 +244,17 @@ func sweepWorkload() []step {
 		leaves("J", dadapter.ChangeManifest{Changes: []dadapter.Change{
 			{Path: "src/a.go", Kind: dadapter.ChangeModified}, {Path: "docs/x.md", Kind: dadapter.ChangeAdded}}}),
 		settle("J", 0, `{"summary":"done"}`),
+		// The neighbouring lanes: a question answered and one left
+		// running, a suggestion request left pending, a merge merged and
+		// one whose answer is lost after GitHub merged.
+		reviewedTask("T11"), reviewedTask("T12"), reviewedTask("T13"),
+		openAsk(),
+		askQuestion("T11", "Q1"),
+		settle("Q1", 0, `{"answer":"it builds on item one"}`),
+		askQuestion("T11", "Q2"),
+		requestSuggestions("T11"),
+		clickMerge("T12", "merged"),
+		clickMerge("T13", "unknown-merged"),
 	}
 }
 
@@ -297,6 +310,8 @@ func (w *sweepWorld) check(t testing.TB, label string) {
 		t.Errorf("%s: %s\ntrace:\n  %s", label, fmt.Sprintf(format, args...), strings.Join(w.Lines(), "\n  "))
 	}
 	w.checkDurable(fail)
+	w.startLanes(fail)
+	w.checkLanes(fail)
 	r := w.Runner.Recovery()
 	if r.Err != nil {
 		fail("recovery failed: %v", r.Err)
@@ -410,7 +425,7 @@ func (w *sweepWorld) checkDurable(fail func(format string, args ...any)) {
 			closedEvents, err = tx.EventCount(key, words.EventTaskClosed)
 			return err
 		})
-		if want := map[bool]int{true: 1, false: 0}[task.Status == words.StatusCancelled]; closedEvents != want {
+		if want := map[bool]int{true: 1, false: 0}[words.Closed(task.Status)]; closedEvents != want {
 			fail("task %s is %s with %d task-closed events", name, task.Status, closedEvents)
 		}
 		if task.CancelRequested != "" {
@@ -504,7 +519,7 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 // TestCrashPointSweep crashes the workload at every event boundary and at
 // every Store commit, restarts, and checks the invariants.
 //
-// kills: mutant/cancel-task-not-closed mutant/recovery-remove-first mutant/unowned-preparation-ignored mutant/publication-finding-commits
+// kills: mutant/cancel-task-not-closed mutant/recovery-remove-first mutant/unowned-preparation-ignored mutant/publication-finding-commits mutant/merge-startup-keeps-an-unsent-merge mutant/ask-leftovers-kept-running
 func TestCrashPointSweep(t *testing.T) { sweep(t) }
 
 func sweep(t testing.TB) {
@@ -542,6 +557,32 @@ func sweep(t testing.TB) {
 	dry.Store.View(func(tx *store.Tx) (err error) { cp, found, err = tx.LatestCheckpoint(dry.keys["T10"]); return err })
 	if j.State != words.Completed || t10.Status != words.StatusNeedsAmendment || !found || cp.AttemptID != j.ID || !slices.Contains(dry.D.Refs(), j.ID) {
 		t.Fatalf("the workload's scope pause: J %s, T10 %s, checkpoint %+v (%v), refs %v", j.State, t10.Status, cp, found, dry.D.Refs())
+	}
+	// Without a crash the lanes end as the workload means them to: Q1
+	// answered, Q2 running, T11's suggestion pending, T12 merged, and T13's
+	// merge submitting with its outcome unknown though GitHub merged.
+	var q1r, q2r store.Question
+	var t11reqs []store.PlanRequest
+	var m12, m13 store.MergeAttempt
+	dry.Store.View(func(tx *store.Tx) (err error) {
+		if q1r, err = tx.Question(dry.ids["Q1"]); err != nil {
+			return err
+		}
+		if q2r, err = tx.Question(dry.ids["Q2"]); err != nil {
+			return err
+		}
+		if t11reqs, err = tx.PlanRequests(dry.keys["T11"]); err != nil {
+			return err
+		}
+		if m12, _, err = tx.LatestMerge(dry.keys["T12"]); err != nil {
+			return err
+		}
+		m13, _, err = tx.LatestMerge(dry.keys["T13"])
+		return err
+	})
+	if q1r.State != store.QuestionCompleted || q2r.State != store.QuestionRunning || len(t11reqs) != 1 || t11reqs[0].State != store.RequestPending ||
+		m12.State != store.MergeMerged || m13.State != store.MergeSubmitting {
+		t.Fatalf("the workload's lanes: Q1 %s, Q2 %s, T11 requests %+v, T12 merge %s, T13 merge %s", q1r.State, q2r.State, t11reqs, m12.State, m13.State)
 	}
 	events := dry.Loop.Events()
 	stride := 1
