@@ -34,6 +34,11 @@ func TestParseConfigRefuses(t *testing.T) {
 		{`{"tasks":[` + task("a", "r", "t") + `,` + task("a", "r", "u") + `]}`, "configured twice"},
 		{`{"tasks":[` + task("a", "r", "t") + `,` + task("b", "r", "t") + `]}`, `the same plan identity as task "a"`},
 		{`{"tasks":[` + task("a", "../r", "t") + `]}`, "tasks[0].identity"},
+		{`{"tasks":[{"name":"a","identity":{"repositoryId":"r","taskId":"t","planId":"p"},"github":{"repo":"o/r","pullRequest":1}}]}`, "has no github block"},
+		{`{"github":{},"tasks":[{"name":"a","identity":{"repositoryId":"r","taskId":"t","planId":"p"},"github":{"repo":"../r","pullRequest":1}}]}`, "tasks[0].github.repo"},
+		{`{"github":{},"tasks":[{"name":"a","identity":{"repositoryId":"r","taskId":"t","planId":"p"},"github":{"repo":"o/r","pullRequest":-1}}]}`, "must not be negative"},
+		{`{"github":{"tokenEnv":"A=B"}}`, "github.tokenEnv"},
+		{`{"github":{"apiUrl":"ftp://x"}}`, "github.apiUrl"},
 		{`{} {}`, "more than one JSON value"},
 	} {
 		_, err := ParseConfig([]byte(tc.src))

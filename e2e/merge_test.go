@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeboost/codeboost/codehost/github/fakegithub"
+	"github.com/codeboost/codeboost/web"
+)
+
+// TestServeMergesThroughGitHub: a real `codeboost serve` process whose
+// configuration's github block points at a local fake GitHub (fakegithub,
+// an httptest server speaking the REST endpoints the client uses), with
+// the token in the environment. Over the API: a plan imported and
+// approved, Merge clicked, and the merge recorded from GitHub's answer:
+// the happy path; a merge whose connection drops after GitHub merged (the
+// irreversible boundary's unknown outcome, kept submitting and recorded
+// merged once GitHub is read again); a pull request that leaves the merge
+// queue closed (removed, requiring a fresh review). Then a restart: the
+// merge coordinator's startup reads GitHub again, and the outcomes stand.
+func TestServeMergesThroughGitHub(t *testing.T) {
+	bin := buildCodeboost(t)
+	dir := t.TempDir()
+	const token = "e2e-token-0123456789"
+	gh := fakegithub.New(token)
+	t.Cleanup(gh.Close)
+	head := strings.Repeat("c0de", 10)
+	yes := true
+	for _, n := range []int{7, 8, 9} {
+		gh.AddPullRequest("acme/parser", fakegithub.PullRequest{Number: n, State: "open", HeadSHA: head, BaseRef: "main", Mergeable: &yes})
+	}
+	task := func(name string, pr int) map[string]any {
+		return map[string]any{"name": name, "repository": filepath.Join(dir, "repo"),
+			"identity": map[string]string{"repositoryId": "acme-parser", "taskId": name, "planId": "plan"},
+			"github":   map[string]any{"repo": "acme/parser", "pullRequest": pr}}
+	}
+	cfg := map[string]any{
+		"store":  filepath.Join(dir, "cb.db"),
+		"runner": map[string]any{"root": filepath.Join(dir, "runner")},
+		"github": map[string]any{"apiUrl": gh.URL(), "tokenEnv": "CODEBOOST_E2E_GITHUB_TOKEN"},
+		"tasks":  []any{task("happy", 7), task("dropped", 8), task("removed", 9)},
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	e := env{config: filepath.Join(dir, "codeboost.json"), ready: filepath.Join(dir, "ready"),
+		environ: []string{"CODEBOOST_E2E_GITHUB_TOKEN=" + token}}
+	if err := os.WriteFile(e.config, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, bin, e)
+	for _, name := range []string{"happy", "dropped", "removed"} {
+		s.importAndApprove(t, name)
+	}
+
+	// The happy path.
+	if r := s.merge(t, "happy"); r.Outcome != "in progress" || r.AttemptID == "" {
+		t.Fatalf("the merge click answered %+v; want in progress with its attempt", r)
+	}
+	s.waitMerge(t, "happy", "merged")
+	if pr, _ := gh.PullRequest("acme/parser", 7); !pr.Merged {
+		t.Fatalf("GitHub's pull request 7: %+v; want merged", pr)
+	}
+	if st := s.taskStatus(t, "happy"); st != "merged" {
+		t.Fatalf("task happy is %s; want merged", st)
+	}
+
+	// The connection drops after GitHub merged: the outcome is unknown, the
+	// attempt stays submitting, and reading GitHub again records it merged.
+	gh.DropNextMerge("acme/parser", 8, true)
+	s.merge(t, "dropped")
+	s.waitMerge(t, "dropped", "merged")
+
+	// A queued merge whose pull request is closed without a merge: removed,
+	// requiring a fresh review.
+	gh.QueueNextMerge("acme/parser", 9)
+	s.merge(t, "removed")
+	s.waitMerge(t, "removed", "queued")
+	gh.ClosePullRequest("acme/parser", 9)
+	m := s.waitMerge(t, "removed", "removed")
+	if !m.RequiresFreshReview {
+		t.Fatalf("the removed merge: %+v; want it to require a fresh review", m)
+	}
+
+	// A restart: the startup reads GitHub again; nothing changes.
+	s.stop(t, os.Interrupt)
+	s = startServe(t, bin, e)
+	for name, want := range map[string]string{"happy": "merged", "dropped": "merged", "removed": "removed"} {
+		if got := s.mergeState(t, name); got == nil || got.State != want {
+			t.Errorf("after the restart, %s's merge is %+v; want %s", name, got, want)
+		}
+	}
+	if strings.Contains(s.out.String(), token) {
+		t.Errorf("serve's output shows the GitHub token")
+	}
+}
+
+func (s *server) importAndApprove(t *testing.T, task string) {
+	t.Helper()
+	doc := `{"format": "codeboost-plan/1", "title": "Fix", "items": [{"title": "Fix the parser"}]}`
+	s.post(t, "/api/plan/import", web.PlanImport{Task: task, ActionID: s.actionID(), ExpectedRevision: 1, Plan: doc})
+	var r web.ReviewReply
+	if err := json.Unmarshal([]byte(s.get(t, "/api/review?task="+task)), &r); err != nil {
+		t.Fatal(err)
+	}
+	item := 1
+	s.post(t, "/api/review", web.ReviewAction{Task: task, Action: "approve", ActionID: s.actionID(), Item: &item, ExpectedReviewVersion: r.ReviewVersion})
+}
+
+func (s *server) taskStatus(t *testing.T, task string) string {
+	t.Helper()
+	var r web.ReviewReply
+	if err := json.Unmarshal([]byte(s.get(t, "/api/review?task="+task)), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.TaskStatus
+}
+
+// merge clicks Merge with the versions the task shows now.
+func (s *server) merge(t *testing.T, task string) web.ActionReply {
+	t.Helper()
+	var r web.ReviewReply
+	if err := json.Unmarshal([]byte(s.get(t, "/api/review?task="+task)), &r); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(web.MergeRequest{Task: task, ActionID: s.actionID(), ExpectedStateVersion: r.StateVersion, ExpectedReviewVersion: r.ReviewVersion})
+	resp, err := http.Post(s.url+"/api/merge", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out web.ActionReply
+	if err := json.Unmarshal(raw, &out); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /api/merge for %s: %d %s", task, resp.StatusCode, raw)
+	}
+	return out
+}
+
+func (s *server) mergeState(t *testing.T, task string) *web.MergeRow {
+	t.Helper()
+	var r web.MergeReply
+	if err := json.Unmarshal([]byte(s.get(t, "/api/merge?task="+task)), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Merge
+}
+
+// waitMerge polls GET /api/merge (displayStatus, which reads GitHub again
+// for a merge in flight) until the task's merge is in state.
+func (s *server) waitMerge(t *testing.T, task, state string) web.MergeRow {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m := s.mergeState(t, task)
+		if m != nil && m.State == state {
+			return *m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's merge is %+v after 30 s; want %s\n%s", task, m, state, s.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+
+// TestServeRefusesAGitHubBlockWithoutItsToken: a configuration that asks
+// for GitHub and whose token variable is not set does not start as if it
+// could merge: startup says which variable is missing, and exits.
+func TestServeRefusesAGitHubBlockWithoutItsToken(t *testing.T) {
+	bin := buildCodeboost(t)
+	dir := t.TempDir()
+	cfg := `{"store": "` + filepath.Join(dir, "cb.db") + `", "runner": {"root": "` + filepath.Join(dir, "runner") + `"},
+		"github": {"tokenEnv": "CODEBOOST_E2E_NO_SUCH_TOKEN"}}`
+	e := env{config: filepath.Join(dir, "codeboost.json"), ready: filepath.Join(dir, "ready"), environ: []string{"CODEBOOST_E2E_NO_SUCH_TOKEN="}}
+	if err := os.WriteFile(e.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := tryServe(t, bin, e)
+	if err == nil {
+		t.Fatalf("serve started without its GitHub token")
+	}
+	if out := s.out.String(); !strings.Contains(out, "CODEBOOST_E2E_NO_SUCH_TOKEN") {
+		t.Errorf("serve's refusal does not name the token variable:\n%s", out)
+	}
+}
