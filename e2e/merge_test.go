@@ -168,7 +168,6 @@ func (s *server) waitMerge(t *testing.T, task, state string) web.MergeRow {
 	}
 }
 
-
 // TestServeRefusesAGitHubBlockWithoutItsToken: a configuration that asks
 // for GitHub and whose token variable is not set does not start as if it
 // could merge: startup says which variable is missing, and exits.
