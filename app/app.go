@@ -172,7 +172,7 @@ func (a *App) Run() error {
 	}
 	a.openAsk() // Ask's startup, after the runner's recovery; a failure leaves questions closed, not the server
 	// The suggestion coordinator, after the runner's recovery (app/suggest.go).
-	a.openSuggest()
+	a.openSuggest(host)
 	if err := a.startServer(); err != nil {
 		return a.abandon(err)
 	}

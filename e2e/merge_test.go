@@ -188,3 +188,143 @@ func TestServeRefusesAGitHubBlockWithoutItsToken(t *testing.T) {
 		t.Errorf("serve's refusal does not name the token variable:\n%s", out)
 	}
 }
+
+// TestServeShutdownAwaitsAMergeInFlight: SIGTERM while a merge command is
+// in flight at GitHub. Step 1 closes the merge coordinator (no merge
+// command is sent after it), step 3 awaits the merge in flight as
+// request-owned work, its outcome is recorded through the shutdown
+// capability after the write gate closed, and only then do the
+// coordinators close (step 6) and the Store. The next start shows the
+// merge merged.
+func TestServeShutdownAwaitsAMergeInFlight(t *testing.T) {
+	bin := buildCodeboost(t)
+	dir := t.TempDir()
+	const token = "e2e-token-0123456789"
+	gh := fakegithub.New(token)
+	t.Cleanup(gh.Close)
+	yes := true
+	gh.AddPullRequest("acme/parser", fakegithub.PullRequest{Number: 7, State: "open", HeadSHA: strings.Repeat("c0de", 10), BaseRef: "main", Mergeable: &yes})
+	cfg := map[string]any{
+		"store":  filepath.Join(dir, "cb.db"),
+		"runner": map[string]any{"root": filepath.Join(dir, "runner")},
+		"github": map[string]any{"apiUrl": gh.URL(), "tokenEnv": "CODEBOOST_E2E_GITHUB_TOKEN"},
+		"tasks": []any{map[string]any{"name": "happy", "repository": filepath.Join(dir, "repo"),
+			"identity": map[string]string{"repositoryId": "acme-parser", "taskId": "happy", "planId": "plan"},
+			"github":   map[string]any{"repo": "acme/parser", "pullRequest": 7}}},
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	e := env{config: filepath.Join(dir, "codeboost.json"), ready: filepath.Join(dir, "ready"),
+		environ: []string{"CODEBOOST_E2E_GITHUB_TOKEN=" + token}}
+	if err := os.WriteFile(e.config, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, bin, e)
+	s.importAndApprove(t, "happy")
+	reached, release := gh.HoldNextMerge("acme/parser", 7)
+	t.Cleanup(release)
+	s.merge(t, "happy")
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the merge command never reached GitHub\n%s", s.out.String())
+	}
+
+	s.cmd.Process.Signal(os.Interrupt)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(s.out.String(), "shutdown") && !strings.Contains(s.out.String(), "merge: closing") {
+		if time.Now().After(deadline) {
+			t.Fatalf("shutdown did not begin\n%s", s.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // let shutdown reach step 3
+	select {
+	case err := <-s.done:
+		t.Fatalf("serve exited (%v) with a merge still in flight\n%s", err, s.out.String())
+	default:
+	}
+	release()
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("serve exited with %v\n%s", err, s.out.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("serve did not exit once the merge answered\n%s", s.out.String())
+	}
+	out := s.out.String()
+	closing, merged := strings.Index(out, "merge: closing"), strings.Index(out, "merged: merged at")
+	idle, askClose := strings.Index(out, "merge: idle: no merge in flight"), strings.Index(out, "ask: close:")
+	if closing < 0 || merged < 0 || idle < 0 || askClose < 0 || !(closing < merged && merged < idle && idle < askClose) {
+		t.Fatalf("want merge: closing (step 1), the merge recorded and the merge coordinator idle (step 3), then Ask's close (step 6); got at %d, %d, %d, %d:\n%s",
+			closing, merged, idle, askClose, out)
+	}
+
+	s = startServe(t, bin, e)
+	if m := s.mergeState(t, "happy"); m == nil || m.State != "merged" {
+		t.Fatalf("after the restart the merge is %+v; want merged", m)
+	}
+	if st := s.taskStatus(t, "happy"); st != "merged" {
+		t.Fatalf("after the restart the task is %s; want merged", st)
+	}
+}
+
+// TestServePlanningStartWhoseIssueReadFails: live planning is on (a
+// github block, not the demo), so a planning start reads the task's issue
+// from GitHub first. The fake GitHub fails that read: the start answers
+// 502 and is recorded, so its resend answers the same 502 from the record
+// without reading GitHub again.
+func TestServePlanningStartWhoseIssueReadFails(t *testing.T) {
+	bin := buildCodeboost(t)
+	dir := t.TempDir()
+	const token = "e2e-token-0123456789"
+	gh := fakegithub.New(token)
+	t.Cleanup(gh.Close)
+	gh.AddIssue("acme/parser", fakegithub.Issue{Number: 3, Title: "Crash on empty input", State: "open"})
+	gh.FailIssue("acme/parser", 3, http.StatusBadGateway)
+	cfg := map[string]any{
+		"store":  filepath.Join(dir, "cb.db"),
+		"runner": map[string]any{"root": filepath.Join(dir, "runner")},
+		"github": map[string]any{"apiUrl": gh.URL(), "tokenEnv": "CODEBOOST_E2E_GITHUB_TOKEN"},
+		"tasks": []any{map[string]any{"name": "plan-me", "repository": filepath.Join(dir, "repo"),
+			"identity": map[string]string{"repositoryId": "acme-parser", "taskId": "plan-me", "planId": "plan"},
+			"github":   map[string]any{"repo": "acme/parser", "issue": 3}}},
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	e := env{config: filepath.Join(dir, "codeboost.json"), ready: filepath.Join(dir, "ready"),
+		environ: []string{"CODEBOOST_E2E_GITHUB_TOKEN=" + token}}
+	if err := os.WriteFile(e.config, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, bin, e)
+	var r web.ReviewReply
+	if err := json.Unmarshal([]byte(s.get(t, "/api/review?task=plan-me")), &r); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(web.PlanStart{Task: "plan-me", ActionID: s.actionID(), ExpectedRevision: r.Revision, ExpectedSnapshot: r.SnapshotID})
+	reads := func() int {
+		n := 0
+		for _, req := range gh.Requests() {
+			if req == "GET /repos/acme/parser/issues/3" {
+				n++
+			}
+		}
+		return n
+	}
+	for i, wantReplayed := range []bool{false, true} {
+		resp, err := http.Post(s.url+"/api/plan/suggestions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var out web.PlanActionReply
+		json.Unmarshal(raw, &out)
+		if resp.StatusCode != http.StatusBadGateway || out.Code != "github-failed" || out.Replayed != wantReplayed {
+			t.Fatalf("start %d: %d %s; want 502 github-failed (replayed %v)", i+1, resp.StatusCode, raw, wantReplayed)
+		}
+	}
+	if n := reads(); n != 1 {
+		t.Fatalf("GitHub's issue was read %d times; want once (the resend answers from the record)", n)
+	}
+}

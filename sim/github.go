@@ -22,6 +22,8 @@ import (
 type GitHub struct {
 	mu      sync.Mutex
 	prs     map[string]*codehost.PullRequest // by "repo#n"
+	issues  map[string]*codehost.Issue       // by "repo#n"
+	failing map[string]string                // issue reads that fail, with their error
 	next    []string                         // the next merge answers, in order
 	holds   map[string]chan struct{}         // reads of "repo#n" wait until closed
 	waiting map[string]chan struct{}         // closed when a held read first waits
@@ -32,7 +34,8 @@ type GitHub struct {
 
 // NewGitHub returns a host with no pull requests.
 func NewGitHub(trace func(string)) *GitHub {
-	return &GitHub{prs: map[string]*codehost.PullRequest{}, holds: map[string]chan struct{}{},
+	return &GitHub{prs: map[string]*codehost.PullRequest{}, issues: map[string]*codehost.Issue{}, failing: map[string]string{},
+		holds:   map[string]chan struct{}{},
 		waiting: map[string]chan struct{}{}, arrived: make(chan struct{}), trace: trace}
 }
 
@@ -120,9 +123,35 @@ func (g *GitHub) tracef(format string, args ...any) {
 	}
 }
 
-// Issue is not used by the simulated lanes yet.
+// SetIssue adds or replaces an issue; failing, when not "", is the error
+// every read of it answers (a GitHub that fails).
+func (g *GitHub) SetIssue(repo string, is codehost.Issue, failing string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	cp := is
+	g.issues[prKey(repo, is.Number)] = &cp
+	if failing != "" {
+		g.failing[prKey(repo, is.Number)] = failing
+	} else {
+		delete(g.failing, prKey(repo, is.Number))
+	}
+}
+
+// Issue answers the issue as the script set it, or its failure.
 func (g *GitHub) Issue(ctx context.Context, repo string, number int) (codehost.Issue, error) {
-	return codehost.Issue{}, fmt.Errorf("%w: the simulated GitHub has no issues", codehost.ErrNotFound)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := prKey(repo, number)
+	if msg := g.failing[k]; msg != "" {
+		g.tracef("read issue %s: fails: %s", k, msg)
+		return codehost.Issue{}, fmt.Errorf("%w: %s", codehost.ErrUnavailable, msg)
+	}
+	is := g.issues[k]
+	if is == nil {
+		return codehost.Issue{}, fmt.Errorf("%w: issue %s", codehost.ErrNotFound, k)
+	}
+	g.tracef("read issue %s", k)
+	return *is, nil
 }
 
 // PullRequest answers the pull request as the script last set it, after

@@ -60,7 +60,9 @@ type World struct {
 	Merge   *merge.Coordinator
 	GitHub  *GitHub
 	TaskPRs map[string]PRRef
-	Config  Config
+	// TaskIssues names each task's issue, read before each planning start.
+	TaskIssues map[string]PRRef
+	Config     Config
 
 	askIDs   *ids.Seeded // Ask's owner tokens
 	trace    []string
@@ -80,7 +82,7 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 		return nil, err
 	}
 	w.Clock = NewClock(w.Loop)
-	w.GitHub, w.TaskPRs = NewGitHub(w.Trace), map[string]PRRef{}
+	w.GitHub, w.TaskPRs, w.TaskIssues = NewGitHub(w.Trace), map[string]PRRef{}, map[string]PRRef{}
 	w.D = simd.NewD(w.Name, w.Trace)
 	w.D.Now = w.Clock.Now
 	if err := w.boot(); err != nil {
@@ -157,7 +159,7 @@ func (w *World) boot() error {
 	}
 	w.Planner = NewPlanner(w.Trace)
 	w.Suggest, err = suggest.New(suggest.Config{Store: st, Capability: capability, Loop: w.Loop, Clock: w.Clock, IDs: w.IDs,
-		Provider: w.Planner, Trace: func(line string) { w.Trace("suggest: " + line) }})
+		Provider: w.Planner, Issue: w.issue, Trace: func(line string) { w.Trace("suggest: " + line) }})
 	if err != nil {
 		st.Close()
 		return err
@@ -292,6 +294,21 @@ func (w *World) Lines() []string { return append([]string(nil), w.trace...) }
 type PRRef struct {
 	Repo   string
 	Number int
+}
+
+// issue is live planning's read of a task's issue before each start: the
+// task's issue on the simulated GitHub, when the script named one
+// (TaskIssues), else none.
+func (w *World) issue(ctx context.Context, planKey string) (string, error) {
+	r, ok := w.TaskIssues[planKey]
+	if !ok {
+		return "", nil
+	}
+	is, err := w.GitHub.Issue(ctx, r.Repo, r.Number)
+	if err != nil {
+		return "", err
+	}
+	return is.Title + "\n\n" + is.Body, nil
 }
 
 // pullRequest is the merge coordinator's view of TaskPRs.

@@ -138,6 +138,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.Question":              doesNotChangeContext,
 	"Tx.Questions":             doesNotChangeContext,
 	"Tx.AskOwnerToken":         doesNotChangeContext,
+	"Tx.PlanningOwnerToken":    doesNotChangeContext,
 
 	// *store.Tx: planning requests (requests.go). A request is the plan's,
 	// not the task's: none of these moves the state version either.

@@ -51,6 +51,14 @@ func (t *Tx) AskOwnerToken(device, inode uint64, newToken func() string) (string
 	return t.ownerToken(askOwnerKeys, device, inode, newToken)
 }
 
+// PlanningOwnerToken is live planning's owner token: its containers are
+// "labelled with this database's planning owner (not the runner's or
+// Ask's)", so each lane's recovery touches only its own. The same rules
+// as RunnerOwnerToken.
+func (t *Tx) PlanningOwnerToken(device, inode uint64, newToken func() string) (string, error) {
+	return t.ownerToken(planningOwnerKeys, device, inode, newToken)
+}
+
 // ownerKeys are the app_settings keys of one owner token and the file it
 // was made for.
 type ownerKeys struct {
@@ -60,9 +68,14 @@ type ownerKeys struct {
 }
 
 var (
-	runnerOwnerKeys = ownerKeys{"runner owner token", settingOwnerToken, settingOwnerDevice, settingOwnerInode, ErrBadOwnerToken}
-	askOwnerKeys    = ownerKeys{"Ask owner token", "ask_owner_token", "ask_owner_device", "ask_owner_inode", ErrBadAskOwnerToken}
+	runnerOwnerKeys   = ownerKeys{"runner owner token", settingOwnerToken, settingOwnerDevice, settingOwnerInode, ErrBadOwnerToken}
+	askOwnerKeys      = ownerKeys{"Ask owner token", "ask_owner_token", "ask_owner_device", "ask_owner_inode", ErrBadAskOwnerToken}
+	planningOwnerKeys = ownerKeys{"planning owner token", "planning_owner_token", "planning_owner_device", "planning_owner_inode",
+		ErrBadPlanningOwnerToken}
 )
+
+// ErrBadPlanningOwnerToken is ErrBadOwnerToken for planning's token.
+var ErrBadPlanningOwnerToken = errors.New("the stored planning owner token is not 32 lowercase hexadecimal characters")
 
 // ErrBadAskOwnerToken is ErrBadOwnerToken for Ask's token.
 var ErrBadAskOwnerToken = errors.New("the stored Ask owner token is not 32 lowercase hexadecimal characters")

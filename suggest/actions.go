@@ -23,6 +23,12 @@ import (
 // yet", HTTP 409).
 const CodeUnavailable = "planning-unavailable"
 
+// CodeGitHubFailed is the refusal code of a planning start whose issue
+// read failed: "A start replays its recorded outcome before reading
+// GitHub; a GitHub failure is a 502 and is recorded for replay like a
+// refusal".
+const CodeGitHubFailed = "github-failed"
+
 // Action verbs.
 const (
 	VerbStart  = "start"
@@ -98,6 +104,30 @@ func (c *Coordinator) StartAction(ctx context.Context, actionID string, req Star
 	a := store.Action{PlanKey: req.PlanKey, ActionID: actionID, Kind: ActionKind(req.Mode, VerbStart),
 		Request: startBody{req.ExpectedRevision, req.ExpectedSnapshot}}
 	req.Items = copyItems(req.Items)
+	if c.cfg.Issue != nil && c.cfg.Provider != nil {
+		// Live planning reads the issue before each start, on the
+		// caller's goroutine (never the loop's), after a replay is
+		// answered: a replay never reads GitHub.
+		if saved, ok, err := c.cfg.Store.SavedAction(a); err != nil {
+			return store.Response{}, err
+		} else if ok {
+			if saved.Outcome == "refused" {
+				return saved, &store.Refusal{Code: saved.Code, Message: saved.Message}
+			}
+			return saved, nil
+		}
+		issue, ierr := c.cfg.Issue(ctx, req.PlanKey)
+		if ierr != nil {
+			refusal := &store.Refusal{Code: CodeGitHubFailed, Message: "GitHub could not be read for the task's issue: " + ierr.Error()}
+			if callErr := c.call(ctx, func() {
+				resp, err = c.cfg.Store.UserAction(a, func(*store.Tx) (store.Response, error) { return store.Response{}, refusal })
+			}); callErr != nil {
+				return store.Response{}, callErr
+			}
+			return resp, err
+		}
+		req.Issue = issue
+	}
 	if callErr := c.call(ctx, func() { resp, err = c.admitAction(ctx, a, req) }); callErr != nil {
 		return store.Response{}, callErr
 	}

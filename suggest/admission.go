@@ -28,6 +28,9 @@ type StartRequest struct {
 	ExpectedRevision int
 	ExpectedSnapshot string
 	Items            []store.PlanItem // what the provider plans from; copied at once
+	// Issue is the task's issue as GitHub gave it before the start (live
+	// planning reads it each time; empty without one).
+	Issue string
 	// OnSettled, when set, is called once on the coordinator's loop with
 	// the request's outcome, after its terminal write (or after it could
 	// not be saved). It must not block.
@@ -105,7 +108,7 @@ func (c *Coordinator) launch(ctx context.Context, row store.PlanRequest, req Sta
 		snapshot: row.SnapshotID, onSettled: req.OnSettled}
 	c.active[inv.planKey], c.byID[id] = inv, inv
 	in := Input{RequestID: id, PlanKey: row.PlanKey, Mode: row.Mode, Revision: row.Revision, NextRevision: row.Revision + 1,
-		SnapshotID: row.SnapshotID, Items: req.Items, Deadline: c.cfg.Clock.Now().Add(c.cfg.Budget)}
+		SnapshotID: row.SnapshotID, Items: req.Items, Issue: req.Issue, Deadline: c.cfg.Clock.Now().Add(c.cfg.Budget)}
 	c.trace("start %s: %s of %s at revision %d, snapshot %s", id, inv.mode, inv.planKey, inv.revision, inv.snapshot)
 	h, err := c.cfg.Provider.Start(ctx, in)
 	if err != nil {

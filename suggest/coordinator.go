@@ -38,7 +38,11 @@ type Config struct {
 	Clock      runner.Clock // the budget and the shutdown grace; required
 	IDs        IDSource     // request IDs; required
 	// Provider runs the planning agent; nil: Start answers NotAvailable.
-	Provider      Provider
+	Provider Provider
+	// Issue reads the task's issue before each start of live planning
+	// (nil: none is read). It runs on the caller's goroutine; its failure
+	// is the start's recorded refusal CodeGitHubFailed.
+	Issue         func(ctx context.Context, planKey string) (string, error)
 	Budget        time.Duration     // 0: DefaultBudget
 	ShutdownGrace time.Duration     // 0: DefaultShutdownGrace
 	Trace         func(line string) // nil: no trace; called on the loop

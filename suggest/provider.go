@@ -53,6 +53,7 @@ type Input struct {
 	NextRevision int
 	SnapshotID   string
 	Items        []store.PlanItem // the caller's plan items, deep-copied
+	Issue        string           // the task's issue text, read from GitHub before the start
 	// Deadline is when the coordinator's budget runs out: "E3's
 	// suggestion timer and the request share one ten-minute budget".
 	Deadline time.Time

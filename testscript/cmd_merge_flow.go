@@ -27,6 +27,9 @@ func init() {
 		Command{Name: "gh-pr", Usage: "gh-pr TASK N [head=H] [state=open|closed] [merged=true] [mergeable=true|false|unknown] [draft=true]",
 			Summary: "sets (or replaces, from these arguments alone) the task's pull request on the simulated GitHub (repository owner/TASK, number N; a head that is not 40 hex is hashed to one) and names it as the task's pull request",
 			Example: "gh-pr T1 7 head=h1", Run: cmdGHPR},
+		Command{Name: "gh-issue", Usage: "gh-issue TASK N [title=T] [body=B] [fails=MESSAGE]",
+			Summary: "sets the task's issue on the simulated GitHub (owner/TASK, number N) and names it as the issue live planning reads before each start; with fails, every read of it fails with MESSAGE",
+			Example: "gh-issue T1 3 'title=Crash on empty input' fails=timeout", Run: cmdGHIssue},
 		Command{Name: "gh-next-merge", Usage: "gh-next-merge merged|queued|refused|unknown|unknown-merged...",
 			Summary: "queues what the next merge commands answer (default merged); unknown is no answer with nothing merged, unknown-merged no answer although GitHub merged",
 			Example: "gh-next-merge unknown-merged", Run: cmdGHNextMerge},
@@ -102,6 +105,19 @@ func cmdGHPR(ts *gts.TestScript, neg bool, args []string) {
 	}
 	w.GitHub.SetPullRequest(repo, pr)
 	w.TaskPRs[key] = sim.PRRef{Repo: repo, Number: n}
+}
+
+func cmdGHIssue(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	w := s.world(ts)
+	a := parse(args)
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: gh-issue TASK N [title=T] [body=B] [fails=MESSAGE]")
+	}
+	n := atoi(ts, "N", a.pos[1])
+	repo := s.taskRepo(a.pos[0])
+	w.GitHub.SetIssue(repo, codehost.Issue{Number: n, Title: a.kv["title"], Body: a.kv["body"], State: "open"}, a.kv["fails"])
+	w.TaskIssues[s.planKey(ts, a.pos[0])] = sim.PRRef{Repo: repo, Number: n}
 }
 
 func cmdGHNextMerge(ts *gts.TestScript, neg bool, args []string) {

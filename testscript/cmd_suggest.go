@@ -38,7 +38,7 @@ func init() {
 		Command{Name: "plan-cancels", Usage: "plan-cancels NAME REASONS|none",
 			Summary: "asserts the reasons the provider's handle of request NAME was cancelled with, comma-separated, in order",
 			Example: "plan-cancels R1 cancelled", Run: cmdPlanCancels},
-		Command{Name: "plan-input", Usage: "plan-input NAME [items=N] [item=N] [title=T] [spec~=REGEXP] [revision=N] [next=N]",
+		Command{Name: "plan-input", Usage: "plan-input NAME [items=N] [item=N] [title=T] [spec~=REGEXP] [revision=N] [next=N] [issue~=REGEXP]",
 			Summary: "asserts what the provider was given for request NAME: its item count, one item's title and spec, the bound and the next revision",
 			Example: "plan-input R1 items=2 item=1 title=one", Run: cmdPlanInput},
 		Command{Name: "caller-mutates", Usage: "caller-mutates NAME",
@@ -245,10 +245,11 @@ func cmdPlanInput(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
 	a := parse(args)
 	if len(a.pos) != 1 {
-		ts.Fatalf("usage: plan-input NAME [items=N] [item=N] [title=T] [spec~=REGEXP] [revision=N] [next=N]")
+		ts.Fatalf("usage: plan-input NAME [items=N] [item=N] [title=T] [spec~=REGEXP] [revision=N] [next=N] [issue~=REGEXP]")
 	}
 	in := s.invocation(ts, a.pos[0]).Input
-	got := map[string]string{"items": strconv.Itoa(len(in.Items)), "revision": strconv.Itoa(in.Revision), "next": strconv.Itoa(in.NextRevision)}
+	got := map[string]string{"items": strconv.Itoa(len(in.Items)), "revision": strconv.Itoa(in.Revision), "next": strconv.Itoa(in.NextRevision),
+		"issue": in.Issue}
 	want := map[string]string{}
 	for k, v := range a.kv {
 		if k != "item" {

@@ -623,8 +623,12 @@ func TestBrowserPollingBacksOff(t *testing.T) {
 		n := len(g)
 		return n >= 2 && g[n-1] >= limit*3/4 && g[n-2] >= limit*3/4
 	})
-	if gaps[0] > limit/2 {
-		t.Errorf("the first polls are %v apart, want near the base %v", gaps[0], base)
+	// Near the base, not at the cap: on two CPUs shared with the Docker
+	// suites and the race pass, the page's first answers (the task, its
+	// plan, its questions and planning requests load together) can take
+	// most of a second to render, so the bound sits between the two.
+	if gaps[0] > limit*3/4 {
+		t.Errorf("the first polls are %v apart, want near the base %v (well below the cap %v)", gaps[0], base, limit)
 	}
 	for i, g := range gaps {
 		if g > limit+600*time.Millisecond {

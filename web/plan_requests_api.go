@@ -233,6 +233,11 @@ func (s *Server) planReply(w http.ResponseWriter, r *http.Request, key, kind str
 		case isRefusal && ref.Code == store.CodeBadInput && !resp.Replayed && resp.Outcome == "":
 			writeError(w, http.StatusBadRequest, codeBadInput, ref.Message)
 			return
+		case isRefusal && ref.Code == suggest.CodeGitHubFailed:
+			// "a GitHub failure is a 502 and is recorded for replay like
+			// a refusal": its resend answers the same 502.
+			status = http.StatusBadGateway
+			out.Outcome, out.Code, out.Message = "refused", ref.Code, ref.Message
 		case isRefusal:
 			status = http.StatusConflict
 			out.Outcome, out.Code, out.Message = "refused", ref.Code, ref.Message

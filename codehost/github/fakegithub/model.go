@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"sync"
 )
 
 // AddIssue adds or replaces issue is.Number in repo (an empty State is
@@ -122,6 +123,21 @@ func (s *Server) DropNextMerge(repo string, n int, afterMerging bool) {
 func (s *Server) FailNextMerge(repo string, n int, status int, afterMerging bool) {
 	s.setFault(repo, n, fault{kind: faultFail, status: status, afterMerging: afterMerging})
 }
+
+// HoldNextMerge makes the next merge request for repo#n wait, before
+// anything is merged, until release is called: a merge in flight. reached
+// is closed when the request has arrived.
+func (s *Server) HoldNextMerge(repo string, n int) (reached <-chan struct{}, release func()) {
+	h := &mergeHold{reached: make(chan struct{}), release: make(chan struct{})}
+	s.mu.Lock()
+	s.holds[key{repo, n}] = h
+	s.mu.Unlock()
+	var once sync.Once
+	return h.reached, func() { once.Do(func() { close(h.release) }) }
+}
+
+// mergeHold is one HoldNextMerge.
+type mergeHold struct{ reached, release chan struct{} }
 
 // QueueNextMerge makes the next merge request for repo#n that GitHub's
 // rules allow answer 202 and leave the pull request open;

@@ -38,10 +38,11 @@ type Server struct {
 	mu       sync.Mutex
 	issues   map[key]Issue
 	pulls    map[key]*PullRequest
-	failRead map[readKey]int // persistent: answer this status to a read
-	faults   map[key]fault   // one-shot: what the next merge does
-	queued   map[key]string  // accepted (202) merges, by the head they were asked at
-	requests []string        // every request, "METHOD /path"
+	failRead map[readKey]int    // persistent: answer this status to a read
+	faults   map[key]fault      // one-shot: what the next merge does
+	queued   map[key]string     // accepted (202) merges, by the head they were asked at
+	holds    map[key]*mergeHold // one-shot: the next merge waits for its release
+	requests []string           // every request, "METHOD /path"
 }
 
 // key names an issue or a pull request: GitHub numbers both in one space.
@@ -82,6 +83,7 @@ func New(token string) *Server {
 		failRead: map[readKey]int{},
 		faults:   map[key]fault{},
 		queued:   map[key]string{},
+		holds:    map[key]*mergeHold{},
 	}
 	s.srv = httptest.NewServer(s.handler())
 	return s
