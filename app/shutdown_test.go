@@ -88,7 +88,6 @@ func TestShutdownFollowsTheContractsOrder(t *testing.T) {
 		"publisher await",
 		"server abort requests, gate open",
 		"server await request work, gate closed",
-		"log merge: idle: no merge in flight",
 		"server close",
 		"log ask: close: 0 questions in flight",
 		"log ask: closed",

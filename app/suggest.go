@@ -82,7 +82,7 @@ func (a *App) livePlanning(host codehost.Host) (suggest.Provider, func(context.C
 		Source: func(planKey string) dadapter.Source {
 			src := dadapter.Source{Repository: repos(planKey)}
 			if t, err := a.store.Task(planKey); err == nil {
-				src.Commit = t.ReferencedCodeHash
+				src.Commit = t.Head()
 			}
 			return src
 		},

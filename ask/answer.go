@@ -42,7 +42,7 @@ func (c *Coordinator) start(row store.Question) {
 	var src dadapter.Source
 	err := c.cfg.Store.View(func(tx *store.Tx) error {
 		t, err := tx.Task(row.PlanKey)
-		src.Commit = t.ReferencedCodeHash
+		src.Commit = t.Head()
 		return err
 	})
 	if err != nil {

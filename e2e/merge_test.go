@@ -254,7 +254,7 @@ func TestServeShutdownAwaitsAMergeInFlight(t *testing.T) {
 	}
 	out := s.out.String()
 	closing, merged := strings.Index(out, "merge: closing"), strings.Index(out, "merged: merged at")
-	idle, askClose := strings.Index(out, "merge: idle: no merge in flight"), strings.Index(out, "ask: close:")
+	idle, askClose := strings.Index(out, "merge: idle: the last merge in flight ended"), strings.Index(out, "ask: close:")
 	if closing < 0 || merged < 0 || idle < 0 || askClose < 0 || !(closing < merged && merged < idle && idle < askClose) {
 		t.Fatalf("want merge: closing (step 1), the merge recorded and the merge coordinator idle (step 3), then Ask's close (step 6); got at %d, %d, %d, %d:\n%s",
 			closing, merged, idle, askClose, out)

@@ -51,6 +51,16 @@ func (c *Coordinator) Merge(ctx context.Context, r Request) (store.Response, err
 	}
 	var resp store.Response
 	callErr := c.cfg.Loop.Call(ctx, func() {
+		// Counted in before closing is read (see inFlight); counted out
+		// again unless a merge was begun.
+		c.inFlight.Add(1)
+		begun := false
+		defer func() {
+			if !begun {
+				c.inFlight.Add(-1)
+				c.maybeIdle()
+			}
+		}()
 		if c.closing.Load() {
 			err = ErrShuttingDown
 			return
@@ -69,7 +79,10 @@ func (c *Coordinator) Merge(ctx context.Context, r Request) (store.Response, err
 			if err != nil {
 				return store.Response{}, err
 			}
-			tx.AfterCommit(func() { c.start(&job{m: m, stateVersion: task.StateVersion}) })
+			tx.AfterCommit(func() {
+				begun = true
+				c.start(&job{m: m, stateVersion: task.StateVersion})
+			})
 			return store.Response{Outcome: "in progress", AttemptID: m.ID}, nil
 		})
 	})

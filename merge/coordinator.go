@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,10 +66,17 @@ type Coordinator struct {
 	// closing is step 1's flag, set from any goroutine: no merge is
 	// admitted and no merge command is sent after it.
 	closing atomic.Bool
+	// inFlight counts the merges being admitted or in flight. Shutdown's
+	// step 3 reads it from its own goroutine, never the loop's: admission
+	// counts itself in before it reads closing, and AwaitIdle sets closing
+	// before it reads the count (both sequentially consistent), so either
+	// the admission sees closing or step 3 sees the merge.
+	inFlight atomic.Int64
+	idle     chan struct{} // closed once closing and no merge is in flight
+	idleOnce sync.Once
 
 	// owned by the loop
 	jobs map[string]*job // merges whose GitHub calls are in flight, by attempt ID
-	idle chan struct{}   // closed once closing and no merge is in flight
 }
 
 // job is one admitted merge while its GitHub calls run.
@@ -126,25 +134,26 @@ func (c *Coordinator) Stop() {
 func (c *Coordinator) Idle() <-chan struct{} { return c.idle }
 
 // AwaitIdle is step 3's "await request-owned work (the merge
-// coordinator)": it stops the coordinator (if step 1 has not), checks in
-// one event whether a merge is still in flight, and returns Idle, which
-// the last one's settlement closes.
+// coordinator)": it stops the coordinator (if step 1 has not) and returns
+// Idle, closed at once when no merge is in flight, else by the last one's
+// settlement. It runs on the shutdown's goroutine and never waits for the
+// loop.
 func (c *Coordinator) AwaitIdle(ctx context.Context) (<-chan struct{}, error) {
 	c.Stop()
-	if err := c.cfg.Loop.Call(ctx, c.maybeIdle); err != nil {
-		return nil, err
+	if c.inFlight.Load() == 0 {
+		c.idleOnce.Do(func() { close(c.idle) })
 	}
 	return c.idle, nil
 }
 
+// maybeIdle is the settlement's half, on the loop: the last merge in
+// flight after Stop closes Idle.
 func (c *Coordinator) maybeIdle() {
-	if !c.closing.Load() || len(c.jobs) > 0 {
+	if !c.closing.Load() || c.inFlight.Load() > 0 {
 		return
 	}
-	select {
-	case <-c.idle:
-	default:
-		c.trace("idle: no merge in flight")
+	c.idleOnce.Do(func() {
+		c.trace("idle: the last merge in flight ended")
 		close(c.idle)
-	}
+	})
 }

@@ -119,5 +119,6 @@ func (c *Coordinator) end(j *job, state, reason string) {
 
 func (c *Coordinator) done(j *job) {
 	delete(c.jobs, j.m.ID)
+	c.inFlight.Add(-1)
 	c.maybeIdle()
 }

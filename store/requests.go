@@ -176,7 +176,7 @@ func (t *Tx) requestBinding(planKey string) (checkpoint, head string, prefix any
 	}
 	err = t.queryRow(`SELECT referenced_code_hash FROM tasks WHERE plan_key = ?`, planKey).Scan(&head)
 	switch {
-	case errors.Is(err, sql.ErrNoRows), err == nil && head == "none": // the column's default: no code recorded
+	case errors.Is(err, sql.ErrNoRows), err == nil && head == NoCode: // the column's default: no code recorded
 		head = ""
 	case err != nil:
 		return "", "", nil, err

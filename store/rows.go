@@ -68,6 +68,19 @@ type Task struct {
 	OwedAttempt string
 }
 
+// NoCode is referenced_code_hash's default: no code recorded for the task
+// yet (no review load read its repository's HEAD).
+const NoCode = "none"
+
+// Head is the commit the task's recorded code names, or "" when none is
+// recorded: D then takes the repository's HEAD (dadapter.Source).
+func (t Task) Head() string {
+	if t.ReferencedCodeHash == NoCode {
+		return ""
+	}
+	return t.ReferencedCodeHash
+}
+
 // Attempt is an attempts row.
 type Attempt struct {
 	ID                   string
