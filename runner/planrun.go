@@ -48,6 +48,29 @@ func (c *Coordinator) Resume(ctx context.Context, r ActionRequest) (store.Respon
 	})
 }
 
+// Requeue is lane I3's requeue of a task startup recovery listed (step 6,
+// "Hand lane I3 every task …"): the same admission as Resume, made by
+// codeboost instead of a person, against the task's versions as they are
+// now. Its admitting transaction claims requeue_pending by the same
+// compare-and-swap, so of I3's requeue and a person's "Resume" exactly one
+// admits, and the loser is refused. It is recorded as an action of kind
+// "requeue" under an ID of its own, like any admission.
+func (c *Coordinator) Requeue(ctx context.Context, planKey string) (store.Response, error) {
+	task, err := c.deps.Store.Task(planKey)
+	if err != nil {
+		return store.Response{}, err
+	}
+	var plan store.Plan
+	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { plan, err = tx.Plan(planKey); return err }); err != nil {
+		return store.Response{}, err
+	}
+	r := ActionRequest{PlanKey: planKey, ExpectedStateVersion: task.StateVersion, ExpectedReviewVersion: plan.ReviewVersion,
+		ActionID: c.deps.IDs.UUID()}
+	return c.runPlan(ctx, r, "requeue", func(tx *store.Tx) (store.PlanStart, error) {
+		return tx.ResumePlan(r.PlanKey, r.ExpectedStateVersion, r.ExpectedReviewVersion)
+	})
+}
+
 // runPlan admits a run's first item as one user action and, once it has
 // committed, registers the run in the same turn as the job starts.
 func (c *Coordinator) runPlan(ctx context.Context, r ActionRequest, kind string, check func(*store.Tx) (store.PlanStart, error)) (store.Response, error) {

@@ -76,7 +76,6 @@ var pastIssueAllowed = map[string]string{
 	"R060": "the simulated host stands in for real process groups; the real stop and identity proof are dadapter/procgroup's, tested on real processes",
 	"R062": "the exact interleaving (a symlink appearing between the lock's open and its path check) needs a filesystem hook the OS does not offer; the check itself is replayed",
 	"R081": "the scenarios run as root, which may open any file; the refusal of an unsafe parent is replayed by its checks, not by a permission error",
-	"R090": "lane I3's requeue is not built: the race is replayed with the user's Resume, the path the contract names until lane I exists",
 	"R091": "F3 performs no rebase yet: only its durable marker is written and recovered",
 	"R102": "a live allocator's writes racing D's scan are not modelled by the simulated host; the recovery order is replayed",
 }

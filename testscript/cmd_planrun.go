@@ -1,6 +1,7 @@
 package testscript
 
 import (
+	"context"
 	"strconv"
 
 	"github.com/codeboost/codeboost/runner"
@@ -19,6 +20,9 @@ func init() {
 		Command{Name: "resume", Usage: "[!] resume TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
 			Summary: "the user's \"resume\", as a user action: continues the plan run at the first item with no completed execute attempt at the current revision, claiming a recovery requeue by compare-and-swap",
 			Example: "resume T1 as=B", Run: cmdPlanAction("resume")},
+		Command{Name: "requeue", Usage: "[!] requeue TASK [as=NAME]",
+			Summary: "lane I3's requeue of a task recovery listed: Resume's admission made by codeboost, against the task's present versions, claiming requeue_pending by the same compare-and-swap",
+			Example: "requeue T1 as=B", Run: cmdRequeue},
 		Command{Name: "approve", Usage: "[!] approve TASK [item=N]",
 			Summary: "a person approves one item (default: every item) of the current revision at the current snapshot; each approval takes the next review version",
 			Example: "approve T1", Run: cmdApprove},
@@ -45,6 +49,18 @@ func cmdPlanAction(kind string) func(ts *gts.TestScript, neg bool, args []string
 		}
 		s.admitting(ts, neg, a, kind, run, r)
 	}
+}
+
+func cmdRequeue(ts *gts.TestScript, neg bool, args []string) {
+	s := get(ts)
+	a := parse(args)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: requeue TASK [as=NAME]")
+	}
+	key := s.planKey(ts, a.pos[0])
+	s.admitting(ts, neg, a, "requeue", func(ctx context.Context, r runner.ActionRequest) (store.Response, error) {
+		return s.world(ts).Runner.Requeue(ctx, r.PlanKey)
+	}, runner.ActionRequest{PlanKey: key})
 }
 
 func (s *scenario) reviewVersion(ts *gts.TestScript, planKey string, a argSet) int {
