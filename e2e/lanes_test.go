@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -33,9 +32,7 @@ func TestServeShutdownWithEveryLaneBusy(t *testing.T) {
 	cli, agent, bin := begin(t)
 	dir := t.TempDir()
 	repo := userRepo(t, filepath.Join(dir, "repo"))
-	const token = "e2e-token-0123456789"
-	gh := fakegithub.New(token)
-	t.Cleanup(gh.Close)
+	gh := newGitHub(t)
 	yes := true
 	gh.AddPullRequest("acme/parser", fakegithub.PullRequest{Number: 7, State: "open", HeadSHA: strings.Repeat("c0de", 10), BaseRef: "main", Mergeable: &yes})
 	gh.AddIssue("acme/parser", fakegithub.Issue{Number: 3, Title: "Plan the parser fix", Body: "[fakeagent:sleep] Take your time.", State: "open"})
@@ -47,18 +44,7 @@ func TestServeShutdownWithEveryLaneBusy(t *testing.T) {
 		}
 		return t
 	}
-	cfg := map[string]any{
-		"store":  filepath.Join(dir, "cb.db"),
-		"runner": map[string]any{"root": filepath.Join(dir, "runner"), "agent": map[string]any{"image": agent, "argv": []string{"prompt"}, "pids": 64}},
-		"github": map[string]any{"apiUrl": gh.URL(), "tokenEnv": "CODEBOOST_E2E_GITHUB_TOKEN"},
-		"tasks":  []any{task("work", nil), task("ship", map[string]any{"repo": "acme/parser", "pullRequest": 7, "issue": 3})},
-	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	e := env{config: filepath.Join(dir, "codeboost.json"), ready: filepath.Join(dir, "ready"),
-		environ: []string{"CODEBOOST_E2E_GITHUB_TOKEN=" + token}}
-	if err := os.WriteFile(e.config, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e := githubEnv(t, dir, gh, map[string]any{"root": filepath.Join(dir, "runner"), "agent": map[string]any{"image": agent, "argv": []string{"prompt"}, "pids": 64}}, task("work", nil), task("ship", map[string]any{"repo": "acme/parser", "pullRequest": 7, "issue": 3}))
 	s := startServe(t, bin, e)
 
 	// The runner's lane: an attempt that runs until it is stopped.

@@ -28,9 +28,7 @@ import (
 func TestServeMergesThroughGitHub(t *testing.T) {
 	bin := buildCodeboost(t)
 	dir := t.TempDir()
-	const token = "e2e-token-0123456789"
-	gh := fakegithub.New(token)
-	t.Cleanup(gh.Close)
+	gh := newGitHub(t)
 	head := strings.Repeat("c0de", 10)
 	yes := true
 	for _, n := range []int{7, 8, 9} {
@@ -41,18 +39,7 @@ func TestServeMergesThroughGitHub(t *testing.T) {
 			"identity": map[string]string{"repositoryId": "acme-parser", "taskId": name, "planId": "plan"},
 			"github":   map[string]any{"repo": "acme/parser", "pullRequest": pr}}
 	}
-	cfg := map[string]any{
-		"store":  filepath.Join(dir, "cb.db"),
-		"runner": map[string]any{"root": filepath.Join(dir, "runner")},
-		"github": map[string]any{"apiUrl": gh.URL(), "tokenEnv": "CODEBOOST_E2E_GITHUB_TOKEN"},
-		"tasks":  []any{task("happy", 7), task("dropped", 8), task("removed", 9)},
-	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	e := env{config: filepath.Join(dir, "codeboost.json"), ready: filepath.Join(dir, "ready"),
-		environ: []string{"CODEBOOST_E2E_GITHUB_TOKEN=" + token}}
-	if err := os.WriteFile(e.config, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e := githubEnv(t, dir, gh, map[string]any{"root": filepath.Join(dir, "runner")}, task("happy", 7), task("dropped", 8), task("removed", 9))
 	s := startServe(t, bin, e)
 	for _, name := range []string{"happy", "dropped", "removed"} {
 		s.importAndApprove(t, name)
@@ -95,49 +82,60 @@ func TestServeMergesThroughGitHub(t *testing.T) {
 			t.Errorf("after the restart, %s's merge is %+v; want %s", name, got, want)
 		}
 	}
-	if strings.Contains(s.out.String(), token) {
+	if strings.Contains(s.out.String(), e2eToken) {
 		t.Errorf("serve's output shows the GitHub token")
 	}
 }
 
-func (s *server) importAndApprove(t *testing.T, task string) {
+// e2eToken is the fake GitHub's token, passed to serve in the environment
+// variable the github block names.
+const e2eToken = "e2e-token-0123456789"
+
+// newGitHub starts a fake GitHub for the test.
+func newGitHub(t *testing.T) *fakegithub.Server {
+	gh := fakegithub.New(e2eToken)
+	t.Cleanup(gh.Close)
+	return gh
+}
+
+// githubEnv writes a configuration whose github block points at gh, with
+// the runner block runner and the tasks, and passes the token to serve.
+func githubEnv(t *testing.T, dir string, gh *fakegithub.Server, runner map[string]any, tasks ...any) env {
 	t.Helper()
-	doc := `{"format": "codeboost-plan/1", "title": "Fix", "items": [{"title": "Fix the parser"}]}`
-	s.post(t, "/api/plan/import", web.PlanImport{Task: task, ActionID: s.actionID(), ExpectedRevision: 1, Plan: doc})
-	var r web.ReviewReply
-	if err := json.Unmarshal([]byte(s.get(t, "/api/review?task="+task)), &r); err != nil {
+	cfg := map[string]any{
+		"store":  filepath.Join(dir, "cb.db"),
+		"runner": runner,
+		"github": map[string]any{"apiUrl": gh.URL(), "tokenEnv": "CODEBOOST_E2E_GITHUB_TOKEN"},
+		"tasks":  tasks,
+	}
+	b, _ := json.MarshalIndent(cfg, "", "  ")
+	e := env{config: filepath.Join(dir, "codeboost.json"), ready: filepath.Join(dir, "ready"),
+		environ: []string{"CODEBOOST_E2E_GITHUB_TOKEN=" + e2eToken}}
+	if err := os.WriteFile(e.config, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	item := 1
-	s.post(t, "/api/review", web.ReviewAction{Task: task, Action: "approve", ActionID: s.actionID(), Item: &item, ExpectedReviewVersion: r.ReviewVersion})
+	return e
+}
+
+func (s *server) importAndApprove(t *testing.T, task string) {
+	t.Helper()
+	s.importPlanOf(t, task, `{"format": "codeboost-plan/1", "title": "Fix", "items": [{"title": "Fix the parser"}]}`)
 }
 
 func (s *server) taskStatus(t *testing.T, task string) string {
 	t.Helper()
-	var r web.ReviewReply
-	if err := json.Unmarshal([]byte(s.get(t, "/api/review?task="+task)), &r); err != nil {
-		t.Fatal(err)
-	}
-	return r.TaskStatus
+	return s.reviewOf(t, task).TaskStatus
 }
 
 // merge clicks Merge with the versions the task shows now.
 func (s *server) merge(t *testing.T, task string) web.ActionReply {
 	t.Helper()
-	var r web.ReviewReply
-	if err := json.Unmarshal([]byte(s.get(t, "/api/review?task="+task)), &r); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(web.MergeRequest{Task: task, ActionID: s.actionID(), ExpectedStateVersion: r.StateVersion, ExpectedReviewVersion: r.ReviewVersion})
-	resp, err := http.Post(s.url+"/api/merge", "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	r := s.reviewOf(t, task)
+	raw := s.postJSON(t, "/api/merge", web.MergeRequest{Task: task, ActionID: s.actionID(), ExpectedStateVersion: r.StateVersion,
+		ExpectedReviewVersion: r.ReviewVersion}, http.StatusOK)
 	var out web.ActionReply
-	if err := json.Unmarshal(raw, &out); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("POST /api/merge for %s: %d %s", task, resp.StatusCode, raw)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("POST /api/merge for %s: %s", task, raw)
 	}
 	return out
 }
@@ -155,17 +153,12 @@ func (s *server) mergeState(t *testing.T, task string) *web.MergeRow {
 // for a merge in flight) until the task's merge is in state.
 func (s *server) waitMerge(t *testing.T, task, state string) web.MergeRow {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m := s.mergeState(t, task)
-		if m != nil && m.State == state {
-			return *m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s's merge is %+v after 30 s; want %s\n%s", task, m, state, s.out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var m *web.MergeRow
+	s.waitFor(t, task+"'s merge "+state, func() bool {
+		m = s.mergeState(t, task)
+		return m != nil && m.State == state
+	})
+	return *m
 }
 
 // TestServeRefusesAGitHubBlockWithoutItsToken: a configuration that asks
@@ -199,25 +192,12 @@ func TestServeRefusesAGitHubBlockWithoutItsToken(t *testing.T) {
 func TestServeShutdownAwaitsAMergeInFlight(t *testing.T) {
 	bin := buildCodeboost(t)
 	dir := t.TempDir()
-	const token = "e2e-token-0123456789"
-	gh := fakegithub.New(token)
-	t.Cleanup(gh.Close)
+	gh := newGitHub(t)
 	yes := true
 	gh.AddPullRequest("acme/parser", fakegithub.PullRequest{Number: 7, State: "open", HeadSHA: strings.Repeat("c0de", 10), BaseRef: "main", Mergeable: &yes})
-	cfg := map[string]any{
-		"store":  filepath.Join(dir, "cb.db"),
-		"runner": map[string]any{"root": filepath.Join(dir, "runner")},
-		"github": map[string]any{"apiUrl": gh.URL(), "tokenEnv": "CODEBOOST_E2E_GITHUB_TOKEN"},
-		"tasks": []any{map[string]any{"name": "happy", "repository": filepath.Join(dir, "repo"),
-			"identity": map[string]string{"repositoryId": "acme-parser", "taskId": "happy", "planId": "plan"},
-			"github":   map[string]any{"repo": "acme/parser", "pullRequest": 7}}},
-	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	e := env{config: filepath.Join(dir, "codeboost.json"), ready: filepath.Join(dir, "ready"),
-		environ: []string{"CODEBOOST_E2E_GITHUB_TOKEN=" + token}}
-	if err := os.WriteFile(e.config, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e := githubEnv(t, dir, gh, map[string]any{"root": filepath.Join(dir, "runner")}, map[string]any{"name": "happy", "repository": filepath.Join(dir, "repo"),
+		"identity": map[string]string{"repositoryId": "acme-parser", "taskId": "happy", "planId": "plan"},
+		"github":   map[string]any{"repo": "acme/parser", "pullRequest": 7}})
 	s := startServe(t, bin, e)
 	s.importAndApprove(t, "happy")
 	reached, release := gh.HoldNextMerge("acme/parser", 7)
@@ -277,30 +257,14 @@ func TestServeShutdownAwaitsAMergeInFlight(t *testing.T) {
 func TestServePlanningStartWhoseIssueReadFails(t *testing.T) {
 	bin := buildCodeboost(t)
 	dir := t.TempDir()
-	const token = "e2e-token-0123456789"
-	gh := fakegithub.New(token)
-	t.Cleanup(gh.Close)
+	gh := newGitHub(t)
 	gh.AddIssue("acme/parser", fakegithub.Issue{Number: 3, Title: "Crash on empty input", State: "open"})
 	gh.FailIssue("acme/parser", 3, http.StatusBadGateway)
-	cfg := map[string]any{
-		"store":  filepath.Join(dir, "cb.db"),
-		"runner": map[string]any{"root": filepath.Join(dir, "runner")},
-		"github": map[string]any{"apiUrl": gh.URL(), "tokenEnv": "CODEBOOST_E2E_GITHUB_TOKEN"},
-		"tasks": []any{map[string]any{"name": "plan-me", "repository": filepath.Join(dir, "repo"),
-			"identity": map[string]string{"repositoryId": "acme-parser", "taskId": "plan-me", "planId": "plan"},
-			"github":   map[string]any{"repo": "acme/parser", "issue": 3}}},
-	}
-	b, _ := json.MarshalIndent(cfg, "", "  ")
-	e := env{config: filepath.Join(dir, "codeboost.json"), ready: filepath.Join(dir, "ready"),
-		environ: []string{"CODEBOOST_E2E_GITHUB_TOKEN=" + token}}
-	if err := os.WriteFile(e.config, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e := githubEnv(t, dir, gh, map[string]any{"root": filepath.Join(dir, "runner")}, map[string]any{"name": "plan-me", "repository": filepath.Join(dir, "repo"),
+		"identity": map[string]string{"repositoryId": "acme-parser", "taskId": "plan-me", "planId": "plan"},
+		"github":   map[string]any{"repo": "acme/parser", "issue": 3}})
 	s := startServe(t, bin, e)
-	var r web.ReviewReply
-	if err := json.Unmarshal([]byte(s.get(t, "/api/review?task=plan-me")), &r); err != nil {
-		t.Fatal(err)
-	}
+	r := s.reviewOf(t, "plan-me")
 	body, _ := json.Marshal(web.PlanStart{Task: "plan-me", ActionID: s.actionID(), ExpectedRevision: r.Revision, ExpectedSnapshot: r.SnapshotID})
 	reads := func() int {
 		n := 0

@@ -9,7 +9,6 @@ import (
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/suggest"
-	"github.com/codeboost/codeboost/words"
 )
 
 // The Planning API (the contract's "Planning API for lane G"): suggestion
@@ -164,20 +163,26 @@ func (s *Server) getPlanRequest(mode string) http.HandlerFunc {
 	}
 }
 
+// planRequestTarget reads what a cancel or an apply acts on: the path's
+// request ID, the body, and the configured task it names, answering 400
+// or 404 itself (before any transaction) when one is not right.
+func (s *Server) planRequestTarget(w http.ResponseWriter, r *http.Request) (id string, a PlanRequestAction, t Task, ok bool) {
+	if id, ok = pathRequestID(w, r); !ok {
+		return
+	}
+	if ok = decode(w, r, maxPlanRequestBody, &a); !ok {
+		return
+	}
+	t, ok = s.actionTarget(w, a.Task, a.ActionID)
+	return
+}
+
 // postPlanCancel is POST /api/plan/suggestions/:id/cancel (and drafts):
 // pending with a handle, the handle's cancel; otherwise the Store's
 // cancel; one user action whose recorded request includes the ID.
 func (s *Server) postPlanCancel(mode string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := pathRequestID(w, r)
-		if !ok {
-			return
-		}
-		var a PlanRequestAction
-		if !decode(w, r, maxPlanRequestBody, &a) {
-			return
-		}
-		t, ok := s.actionTarget(w, a.Task, a.ActionID)
+		id, a, t, ok := s.planRequestTarget(w, r)
 		if !ok {
 			return
 		}
@@ -192,15 +197,7 @@ func (s *Server) postPlanCancel(mode string) http.HandlerFunc {
 // (a running attempt of the task then ends stale, as after an import).
 func (s *Server) postPlanApply(mode string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, ok := pathRequestID(w, r)
-		if !ok {
-			return
-		}
-		var a PlanRequestAction
-		if !decode(w, r, maxPlanRequestBody, &a) {
-			return
-		}
-		t, ok := s.actionTarget(w, a.Task, a.ActionID)
+		id, a, t, ok := s.planRequestTarget(w, r)
 		if !ok {
 			return
 		}
@@ -217,34 +214,14 @@ func (s *Server) postPlanApply(mode string) http.HandlerFunc {
 	}
 }
 
-// planReply maps a planning action's outcome to HTTP as reply does: a
-// refusal (recorded, or a saved one replayed) is 409; ShuttingDown is 503
-// and was not recorded; a bad-input refusal that was not recorded is 400;
-// any other error is a storage error. It adds the request's present row
-// and the plan's present revision and snapshot.
+// planReply maps a planning action's outcome to HTTP as every user action
+// (actionStatus) and adds the request's present row and the plan's
+// present revision and snapshot.
 func (s *Server) planReply(w http.ResponseWriter, r *http.Request, key, kind string, resp store.Response, err error) {
 	out := PlanActionReply{Outcome: resp.Outcome, Code: resp.Code, Message: resp.Message, RequestID: resp.AttemptID, Replayed: resp.Replayed}
-	status := http.StatusOK
-	if err != nil {
-		switch ref, isRefusal := store.IsRefusal(err); {
-		case isShuttingDown(err) || r.Context().Err() != nil:
-			writeError(w, http.StatusServiceUnavailable, codeShuttingDown, words.ServerShuttingDown)
-			return
-		case isRefusal && ref.Code == store.CodeBadInput && !resp.Replayed && resp.Outcome == "":
-			writeError(w, http.StatusBadRequest, codeBadInput, ref.Message)
-			return
-		case isRefusal && ref.Code == suggest.CodeGitHubFailed:
-			// "a GitHub failure is a 502 and is recorded for replay like
-			// a refusal": its resend answers the same 502.
-			status = http.StatusBadGateway
-			out.Outcome, out.Code, out.Message = "refused", ref.Code, ref.Message
-		case isRefusal:
-			status = http.StatusConflict
-			out.Outcome, out.Code, out.Message = "refused", ref.Code, ref.Message
-		default:
-			s.storageError(w, kind, err)
-			return
-		}
+	status, ok := s.actionStatus(w, r, kind, err, resp, &out.Outcome, &out.Code, &out.Message)
+	if !ok {
+		return
 	}
 	_ = s.opt.Store.View(func(tx *store.Tx) error {
 		if p, err := tx.Plan(key); err == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/suggest"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -311,35 +312,52 @@ func (s *Server) actionTarget(w http.ResponseWriter, name, actionID string) (Tas
 	return t, true
 }
 
-// reply maps a user action's outcome to HTTP. A refusal (recorded, or a
-// saved one replayed) is 409 with the current state; ShuttingDown, from the
-// runner's barrier or the Store's closed write gate, is 503 and was not
-// recorded, so the screen may resend; any other error is a storage error,
-// 500, not recorded either.
+// reply maps a user action's outcome to HTTP (see actionStatus) and adds
+// the task's present status.
 func (s *Server) reply(w http.ResponseWriter, r *http.Request, t Task, kind string, resp store.Response, err error) {
 	out := ActionReply{Outcome: resp.Outcome, Code: resp.Code, Message: resp.Message, AttemptID: resp.AttemptID, Replayed: resp.Replayed}
-	status := http.StatusOK
-	if err != nil {
-		switch ref, isRefusal := store.IsRefusal(err); {
-		case isShuttingDown(err) || r.Context().Err() != nil:
-			writeError(w, http.StatusServiceUnavailable, codeShuttingDown, words.ServerShuttingDown)
-			return
-		case isRefusal && ref.Code == store.CodeBadInput && !resp.Replayed && resp.Outcome == "":
-			writeError(w, http.StatusBadRequest, codeBadInput, ref.Message)
-			return
-		case isRefusal:
-			status = http.StatusConflict
-			out.Outcome, out.Code, out.Message = "refused", ref.Code, ref.Message
-		default:
-			s.storageError(w, kind, err)
-			return
-		}
+	status, ok := s.actionStatus(w, r, kind, err, resp, &out.Outcome, &out.Code, &out.Message)
+	if !ok {
+		return
 	}
 	if st, serr := s.status(t); serr == nil {
 		out.Status = &st
 	}
 	s.metrics.outcome(out.Outcome)
 	writeJSON(w, status, out)
+}
+
+// actionStatus is the HTTP mapping every user action shares. A refusal
+// (recorded, or a saved one replayed) is 409, with outcome, code and
+// message set from it; a planning start's GitHub failure is 502 ("a GitHub
+// failure is a 502 and is recorded for replay like a refusal").
+// ShuttingDown, from a coordinator's barrier or the Store's closed write
+// gate, is 503 and was not recorded, so the screen may resend; a bad-input
+// refusal that was not recorded is 400; any other error is a storage
+// error, 500, not recorded either. Those three are written here, and ok
+// is false: the caller writes nothing more.
+func (s *Server) actionStatus(w http.ResponseWriter, r *http.Request, kind string, err error, resp store.Response,
+	outcome, code, message *string) (status int, ok bool) {
+	if err == nil {
+		return http.StatusOK, true
+	}
+	switch ref, isRefusal := store.IsRefusal(err); {
+	case isShuttingDown(err) || r.Context().Err() != nil:
+		writeError(w, http.StatusServiceUnavailable, codeShuttingDown, words.ServerShuttingDown)
+		return 0, false
+	case isRefusal && ref.Code == store.CodeBadInput && !resp.Replayed && resp.Outcome == "":
+		writeError(w, http.StatusBadRequest, codeBadInput, ref.Message)
+		return 0, false
+	case isRefusal:
+		*outcome, *code, *message = "refused", ref.Code, ref.Message
+		if ref.Code == suggest.CodeGitHubFailed {
+			return http.StatusBadGateway, true
+		}
+		return http.StatusConflict, true
+	default:
+		s.storageError(w, kind, err)
+		return 0, false
+	}
 }
 
 func isShuttingDown(err error) bool {
