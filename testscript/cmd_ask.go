@@ -151,28 +151,31 @@ func cmdAskClose(ts *gts.TestScript, neg bool, args []string) {
 	}
 	w.Loop.Drain()
 	s.askClosed = closed
-	if isClosedRecv(closed) {
-		fmt.Fprintln(ts.Stdout(), "ask: closed")
+	printClosing(ts, "ask", closed)
+}
+
+// printClosing prints whether a coordinator's close has ended: "WHAT:
+// closed" or "WHAT: closing".
+func printClosing(ts *gts.TestScript, what string, closed <-chan struct{}) {
+	if isClosed(closed) {
+		fmt.Fprintln(ts.Stdout(), what+": closed")
 	} else {
-		fmt.Fprintln(ts.Stdout(), "ask: closing")
+		fmt.Fprintln(ts.Stdout(), what+": closing")
 	}
 }
 
 func cmdAskClosed(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
-	if s.askClosed == nil {
-		ts.Fatalf("ask-closed before ask-close")
-	}
-	if got := isClosedRecv(s.askClosed); got == neg {
-		s.fatal(ts, "Ask closed: %v, want %v", got, !neg)
-	}
+	s.assertClosed(ts, neg, "ask-closed before ask-close", "Ask closed", s.askClosed)
 }
 
-func isClosedRecv(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
+// assertClosed asserts whether the channel a coordinator's close returned
+// has closed; before is the error of an assertion made before the close.
+func (s *scenario) assertClosed(ts *gts.TestScript, neg bool, before, what string, closed <-chan struct{}) {
+	if closed == nil {
+		ts.Fatalf("%s", before)
+	}
+	if got := isClosed(closed); got == neg {
+		s.fatal(ts, "%s: %v, want %v", what, got, !neg)
 	}
 }

@@ -183,7 +183,7 @@ func cmdHeadRelease(ts *gts.TestScript, neg bool, args []string) {
 	close(st.hold)
 }
 
-func isClosed(c chan struct{}) bool {
+func isClosed(c <-chan struct{}) bool {
 	select {
 	case <-c:
 		return true

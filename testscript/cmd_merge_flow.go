@@ -224,7 +224,7 @@ func cmdMergeStop(ts *gts.TestScript, neg bool, args []string) {
 
 func cmdMergeIdle(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
-	got := isClosedRecv(s.world(ts).Merge.Idle())
+	got := isClosed(s.world(ts).Merge.Idle())
 	if got == neg {
 		s.fatal(ts, "the merge coordinator idle: %v, want %v", got, !neg)
 	}

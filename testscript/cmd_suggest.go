@@ -374,21 +374,12 @@ func cmdSuggestClose(ts *gts.TestScript, neg bool, args []string) {
 	closed := s.suggestCoordinator(ts).Close()
 	s.world(ts).Loop.Drain()
 	s.plans.closed = closed
-	if isClosedRecv(closed) {
-		fmt.Fprintln(ts.Stdout(), "suggest: closed")
-	} else {
-		fmt.Fprintln(ts.Stdout(), "suggest: closing")
-	}
+	printClosing(ts, "suggest", closed)
 }
 
 func cmdSuggestClosed(ts *gts.TestScript, neg bool, args []string) {
 	s := get(ts)
-	if s.plans.closed == nil {
-		ts.Fatalf("suggest-closed before suggest-close")
-	}
-	if got := isClosedRecv(s.plans.closed); got == neg {
-		s.fatal(ts, "the suggestion coordinator closed: %v, want %v", got, !neg)
-	}
+	s.assertClosed(ts, neg, "suggest-closed before suggest-close", "the suggestion coordinator closed", s.plans.closed)
 }
 
 func cmdHTTPPlan(ts *gts.TestScript, neg bool, args []string) {
