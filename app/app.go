@@ -173,6 +173,7 @@ func (a *App) Run() error {
 	a.openAsk() // Ask's startup, after the runner's recovery; a failure leaves questions closed, not the server
 	// The suggestion coordinator, after the runner's recovery (app/suggest.go).
 	a.openSuggest(host)
+	a.requeue() // lane I3: the tasks step 6 listed, once every lane has recovered (app/requeue.go)
 	if err := a.startServer(); err != nil {
 		return a.abandon(err)
 	}

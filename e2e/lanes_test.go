@@ -119,6 +119,9 @@ func TestServeShutdownWithEveryLaneBusy(t *testing.T) {
 	if m := s.mergeState(t, "ship"); m == nil || m.State != "merged" {
 		t.Errorf("the merge after the restart: %+v", m)
 	}
+	if !strings.Contains(s.out.String(), "requeued ") {
+		t.Errorf("the restart did not requeue the stopped attempt's task:\n%s", s.out.String())
+	}
 	s.stop(t, syscall.SIGTERM)
 	waitNoObjects(t, cli, "after the second shutdown")
 }

@@ -102,11 +102,14 @@ func TestR026TwoDatabasesOneCrashes(t *testing.T) {
 		t.Fatalf("A restarted with runner owner %s, want %s", got, tokenA)
 	}
 
-	// A's recovery: its agent and storage gone, its attempt finalized.
-	if left := ownedBy(t, cli, tokenA); len(left) > 0 {
+	// A's recovery: its agent and storage gone, its attempt finalized, and
+	// the task requeued (lane I3): a new attempt of A's own runs.
+	if left := attemptObjects(t, cli, attemptA); len(left) > 0 {
 		t.Fatalf("A's recovery left A's objects: %v\n%s", left, a.out.String())
 	}
 	got := a.waitAttemptID(t, attemptA, "")
+	requeuedA := a.waitAttempt(t, 2, "running")
+	waitAgentRunning(t, cli, requeuedA.ID)
 	for _, want := range []string{"recovery: finalized " + attemptA, "recovery: storage removed " + attemptA} {
 		if !strings.Contains(a.out.String(), want) {
 			t.Errorf("A's restart does not say %q:\n%s", want, a.out.String())
@@ -208,10 +211,14 @@ func TestR034CopiedDatabase(t *testing.T) {
 	if got := ownerToken(t, a); got != tokenA {
 		t.Fatalf("A restarted with runner owner %s, want %s", got, tokenA)
 	}
-	if left := ownedBy(t, cli, tokenA); len(left) > 0 {
+	if left := attemptObjects(t, cli, attempt); len(left) > 0 {
 		t.Fatalf("A's recovery left A's objects: %v\n%s", left, a.out.String())
 	}
 	a.waitAttemptID(t, attempt, "")
+	// Each database requeues its own task (lane I3), under its own token.
+	for _, s := range []*server{c, a} {
+		waitAgentRunning(t, cli, s.waitAttempt(t, 2, "running").ID)
+	}
 	if !strings.Contains(a.out.String(), "recovery: storage removed "+attempt) {
 		t.Errorf("A's restart does not say it removed its storage:\n%s", a.out.String())
 	}
@@ -301,8 +308,12 @@ func TestR077CorruptRunnerToken(t *testing.T) {
 		t.Fatalf("serve restarted with runner owner %s, want %s", got, token)
 	}
 	s.waitAttemptID(t, attempt, "")
-	waitNoObjects(t, cli, "after recovery with the restored token")
+	if left := attemptObjects(t, cli, attempt); len(left) > 0 {
+		t.Fatalf("recovery with the restored token left %v", left)
+	}
+	s.waitAttempt(t, 2, "running") // requeued (lane I3)
 	s.stop(t, syscall.SIGTERM)
+	waitNoObjects(t, cli, "after recovery with the restored token and a clean shutdown")
 }
 
 // TestR037R096LegacyResourcesNeverRemovedAutomatically is R037 (legacy
@@ -562,8 +573,12 @@ func TestR071DockerRecoveryFails(t *testing.T) {
 		t.Errorf("the retry does not say it removed the storage:\n%s", s.out.String())
 	}
 	t.Logf("attempt after the retry: %s (%s)", got.State, got.Diagnostic)
-	waitNoObjects(t, cli, "after the retried recovery")
+	if left := attemptObjects(t, cli, attempt); len(left) > 0 {
+		t.Fatalf("the retried recovery left %v", left)
+	}
+	s.waitAttempt(t, 2, "running") // requeued (lane I3) once recovery completed
 	s.stop(t, syscall.SIGTERM)
+	waitNoObjects(t, cli, "after the retried recovery and a clean shutdown")
 }
 
 // begin is every Docker test's start: the engine's client, the Docker
@@ -729,6 +744,12 @@ func startedAt(t *testing.T, cli *client.Client, id string) string {
 func ownedBy(t *testing.T, cli *client.Client, token string) []string {
 	t.Helper()
 	return objectsLabelled(t, cli, "io.codeboost.runner="+token)
+}
+
+// attemptObjects lists every object made for one attempt.
+func attemptObjects(t *testing.T, cli *client.Client, attemptID string) []string {
+	t.Helper()
+	return objectsLabelled(t, cli, "io.codeboost.attempt="+attemptID)
 }
 
 // objectsLabelled lists, sorted, every container, volume and network that

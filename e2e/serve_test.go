@@ -110,29 +110,40 @@ func cycle(t *testing.T, cli *client.Client, bin, agent string) {
 	waitNoObjects(t, cli, "after the cancel")
 	checkRepo("after the cancel")
 
-	// A clean shutdown mid-run.
+	// A clean shutdown mid-run; the restart requeues the task by itself
+	// (lane I3): attempt 4 runs item 2 again with no click.
 	s.resume(t)
 	a3 := s.waitAttempt(t, 3, "running")
 	s.stop(t, syscall.SIGTERM)
 	waitNoObjects(t, cli, "after a clean shutdown")
 	s = startServe(t, bin, env)
-	s.waitAttemptID(t, a3.ID, "cancelled")
+	if got := s.waitAttemptID(t, a3.ID, "cancelled"); got.Diagnostic != "Stopped by shutdown" {
+		t.Fatalf("attempt 3 after the clean shutdown: %+v", got)
+	}
+	a4 := requeued(t, s, 4)
 
 	// kill -9 mid-run, then a restart: recovery removes the orphaned agent,
-	// keeps and exports its storage, finalizes the row, removes the storage.
-	s.resume(t)
-	a4 := s.waitAttempt(t, 4, "running")
+	// keeps and exports its storage, finalizes the row ("Interrupted"),
+	// removes the storage, and requeues the task once more.
 	s.kill(t)
 	s = startServe(t, bin, env)
 	got := s.waitAttemptID(t, a4.ID, "")
-	waitNoObjects(t, cli, "after recovery")
+	a5 := requeued(t, s, 5)
 	s.stop(t, syscall.SIGTERM)
+	waitNoObjects(t, cli, "after recovery and the last shutdown")
+	s = startServe(t, bin, env) // the last shutdown's requeue: attempt 6
+	requeued(t, s, 6)
+	s.stop(t, syscall.SIGTERM)
+	waitNoObjects(t, cli, "at the end")
 
-	// Nothing lost or doubled: four attempts, one each, and one ledger
+	// Nothing lost or doubled: six attempts, one each, and one ledger
 	// entry for the one completed attempt.
 	st := s.lastStatus
-	if len(st.Attempts) != 4 {
-		t.Fatalf("%d attempts, want 4: %+v", len(st.Attempts), st.Attempts)
+	if len(st.Attempts) != 6 {
+		t.Fatalf("%d attempts, want 6: %+v", len(st.Attempts), st.Attempts)
+	}
+	if a := s.lastStatus.Attempts; oldestFirst(a)[4].ID != a5.ID {
+		t.Fatalf("attempt 5 is not the one requeued after kill -9: %+v", a)
 	}
 	seen := map[string]bool{}
 	for _, a := range st.Attempts {
@@ -150,8 +161,28 @@ func cycle(t *testing.T, cli *client.Client, bin, agent string) {
 	if owned != 1 {
 		t.Fatalf("%d runner commits in the ledger, want 1", owned)
 	}
-	t.Logf("attempt 4 after kill -9 and restart: %s (%s)", got.State, got.Diagnostic)
+	if got.State != "failed" || !strings.HasPrefix(got.Diagnostic, "Interrupted") {
+		t.Fatalf("attempt 4 after kill -9 and restart: %s (%s), want failed Interrupted", got.State, got.Diagnostic)
+	}
 	checkRepo("at the end")
+}
+
+// requeued waits for the n-th attempt, the one the restart's requeue
+// admitted (lane I3), to run item 2, and checks that serve logged it and
+// that no Resume is offered for it: the claim is spent.
+func requeued(t *testing.T, s *server, n int) web.AttemptRow {
+	t.Helper()
+	a := s.waitAttempt(t, n, "running")
+	if a.Kind != "execute" || a.Item == nil || *a.Item != 2 {
+		t.Fatalf("attempt %d, the requeue's, is not item 2's execute: %+v", n, a)
+	}
+	if !strings.Contains(s.out.String(), "requeued e2e-repo/1/plan after the restart") {
+		t.Fatalf("serve did not log the requeue:\n%s", s.out.String())
+	}
+	if st := s.status(t); st.Resumable {
+		t.Fatalf("Resume is offered while the requeued attempt %d runs", n)
+	}
+	return a
 }
 
 // env is one round's files, and any variables serve gets on top of the

@@ -1,0 +1,43 @@
+package app
+
+import (
+	"context"
+
+	"github.com/codeboost/codeboost/store"
+)
+
+// requeue is lane I3 at startup: "Restart recovery requeues the task"
+// (decision 3). Recovery step 6 claimed requeue_pending for every task it
+// listed; once the coordinator is open (step 8) and the other lanes have
+// recovered, each listed task is resumed by codeboost, through the same
+// admission as a person's "Resume" (runner.Requeue), which builds the
+// task's workspace afresh.
+//
+// It runs before the review server listens, so the first screen a person
+// sees already shows the requeued attempt rather than a Resume button that
+// would then lose the claim. A refusal (the head moved under a completed
+// prefix, the approvals changed, the budget is spent, no agent is
+// configured) leaves the claim set and the task waiting for that person's
+// Resume; it is logged, not fatal, because the rest of the server is still
+// worth serving. --check runs startup and exits, so it requeues nothing:
+// the attempts would only be stopped by the shutdown that follows.
+func (a *App) requeue() {
+	if a.opt.Check || !a.recovery.Opened() {
+		return
+	}
+	for _, key := range a.recovery.Requeue {
+		resp, err := a.runner.Requeue(context.Background(), key)
+		switch {
+		case resp.Outcome == "admitted":
+			a.log.Info("requeued "+key+" after the restart", "attempt", resp.AttemptID)
+		case err == nil:
+			a.log.Info("requeue of "+key+" answered "+resp.Outcome, "code", resp.Code, "message", resp.Message)
+		default:
+			if ref, ok := store.IsRefusal(err); ok {
+				a.log.Warn("requeue of "+key+" refused; it waits for a person's Resume", "code", ref.Code, "message", ref.Message)
+			} else {
+				a.log.Warn("requeue of "+key+" failed; it waits for a person's Resume", "err", err)
+			}
+		}
+	}
+}
