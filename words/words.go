@@ -222,8 +222,13 @@ func PhaseOf(kind string) (phase string, ok bool) {
 // Writable reports whether an attempt of this kind can change the task folder.
 func Writable(kind string) bool {
 	p, _ := PhaseOf(kind)
-	return p == PhaseExecute || p == PhaseFix
+	return WritablePhase(p)
 }
+
+// WritablePhase reports whether D's invocation in this phase may change the
+// task folder; every other phase (planning, questions, review) reads it
+// only, and D mounts it read-only.
+func WritablePhase(phase string) bool { return phase == PhaseExecute || phase == PhaseFix }
 
 // Feedback event kinds.
 const (

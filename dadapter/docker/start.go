@@ -153,7 +153,10 @@ func checkLaunchTree(in dadapter.InvocationInput, st *storage) error {
 func (d *D) agentSpec(in dadapter.InvocationInput, st *storage) client.ContainerCreateOptions {
 	p := in.Profile
 	memory := orDefault(p.MemoryBytes, DefaultMemoryBytes)
-	mounts := []mount.Mount{taskMount(st.work, taskDir, false), taskMount(st.meta, metaDir, true)}
+	// Only the writable phases may change the work tree: a question, a
+	// planning or review invocation gets it read-only, so a read-only
+	// attempt is read-only in fact, not by the agent's good manners.
+	mounts := []mount.Mount{taskMount(st.work, taskDir, !words.WritablePhase(in.Phase)), taskMount(st.meta, metaDir, true)}
 	for _, g := range in.Tree.Gitlinks {
 		mounts = append(mounts, gitlinkMount(g))
 	}

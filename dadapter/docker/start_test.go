@@ -364,6 +364,15 @@ func TestAgentLockDown(t *testing.T) {
 			t.Errorf("whoami printed %q, want the line %q", s.Output, line)
 		}
 	}
+	// The read-only phases get the work tree read-only.
+	for _, phase := range []string{words.PhaseQuestions, words.PhasePlanning, words.PhaseReview} {
+		in := w.input(st, "whoami")
+		in.Phase = phase
+		s := start(t, d, in).await(time.Minute)
+		if !slices.Contains(strings.Split(string(s.Output), "\n"), "task_writable=false") {
+			t.Errorf("whoami in phase %s printed %q, want task_writable=false", phase, s.Output)
+		}
+	}
 
 	t.Setenv("CODEBOOST_TEST_CREDENTIAL", "secret-1")
 	t.Setenv("CODEBOOST_TEST_NOT_LISTED", "secret-2")
