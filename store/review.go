@@ -44,6 +44,9 @@ type Note struct {
 	Item      *int
 	Text      string
 	CreatedAt time.Time
+	// Question is true for the note a question saved (Ask): it is the
+	// question's text, shown with its answer, not a change note.
+	Question bool
 }
 
 // PlanItem is a plan_items row.
@@ -453,7 +456,9 @@ func (t *Tx) PlanItems(planKey string, revision int) ([]PlanItem, error) {
 
 // Notes lists the plan's notes, oldest first.
 func (t *Tx) Notes(planKey string) ([]Note, error) {
-	rows, err := t.query(`SELECT id, revision, item, text, created_at FROM notes WHERE plan_key = ? ORDER BY id`, planKey)
+	rows, err := t.query(`SELECT n.id, n.revision, n.item, n.text, n.created_at,
+		EXISTS (SELECT 1 FROM questions q WHERE q.plan_key = n.plan_key AND q.note_id = n.id)
+		FROM notes n WHERE n.plan_key = ? ORDER BY n.id`, planKey)
 	if err != nil {
 		return nil, err
 	}
@@ -463,7 +468,7 @@ func (t *Tx) Notes(planKey string) ([]Note, error) {
 		var n Note
 		var item sql.NullInt64
 		var created int64
-		if err := rows.Scan(&n.ID, &n.Revision, &item, &n.Text, &created); err != nil {
+		if err := rows.Scan(&n.ID, &n.Revision, &item, &n.Text, &created, &n.Question); err != nil {
 			return nil, err
 		}
 		n.Item = intPtr(item)

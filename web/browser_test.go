@@ -921,6 +921,18 @@ func TestBrowserAsksAndShowsAnswers(t *testing.T) {
 	}
 	w.settle(qs.Questions[0].ID, dadapter.Settlement{Output: []byte(`{"summary":"order","answer":"The guard makes the reader safe for item 2."}`)})
 	p.waitFor(`(document.querySelector('#question-list li[data-state=completed] .q-answer') || {}).textContent === 'The guard makes the reader safe for item 2.'`, "the answer")
+	// The question is its own note, but not a change note on item 1.
+	var r ReviewReply
+	w.api("GET", "/api/review?task=parser-fix", nil, http.StatusOK, &r)
+	if len(r.Notes) != 1 || !r.Notes[0].Question {
+		t.Errorf("the review's notes: %+v; want the question's, marked a question", r.Notes)
+	}
+	// A page opened now loads the review with the question's note in it.
+	fresh := w.open()
+	fresh.waitFor(`document.querySelector('#plan-items li[data-item="1"]') !== null && document.querySelector('#question-list li[data-state=completed]') !== null`, "the plan and the question")
+	if n := eval[int](fresh, `document.querySelectorAll('#plan-items li[data-item="1"] ul.notes li').length`); n != 0 {
+		t.Errorf("plan item 1 lists %d notes; want none (the question shows under Questions)", n)
+	}
 
 	// A second question, whose agent answers nothing valid.
 	p.do(chromedp.SetValue(chromedp.CSS(`#question`), "Is the parser covered by tests?"))

@@ -57,6 +57,7 @@ type ReviewNote struct {
 	Item      *int      `json:"item"`
 	Text      string    `json:"text"`
 	CreatedAt time.Time `json:"createdAt"`
+	Question  bool      `json:"question"` // a question's note: the Questions panel shows it, with its answer
 }
 
 // ReviewFinding is one open problem.
@@ -148,7 +149,7 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		for _, n := range notes {
-			reply.Notes = append(reply.Notes, ReviewNote{ID: n.ID, Revision: n.Revision, Item: n.Item, Text: n.Text, CreatedAt: n.CreatedAt})
+			reply.Notes = append(reply.Notes, ReviewNote{ID: n.ID, Revision: n.Revision, Item: n.Item, Text: n.Text, CreatedAt: n.CreatedAt, Question: n.Question})
 		}
 		if reply.Choices, err = tx.Choices(key); err != nil {
 			return err

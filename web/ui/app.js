@@ -728,7 +728,8 @@ function renderReview() {
   $('plan-empty').hidden = review.items.length > 0;
   redraw(list, review, () => {
     list.replaceChildren(...review.items.map((it) => {
-      const notes = review.notes.filter((n) => n.item === it.item && n.revision === review.revision);
+      // A question's note shows in the Questions panel, with its answer.
+      const notes = review.notes.filter((n) => n.item === it.item && n.revision === review.revision && !n.question);
       return el('li', { dataset: { item: String(it.item) } },
         el('div', { className: 'item-line' },
           el('span', { className: 'item-title' }, it.title),
