@@ -398,7 +398,7 @@ func TestR037R096LegacyResourcesNeverRemovedAutomatically(t *testing.T) {
 	s.importSleep(t)
 	code, outcome, msg := s.tryAction(t, "start", "")
 	t.Logf("start with legacy objects present: %d %s %q", code, outcome, msg)
-	if code == http.StatusOK || outcome == "admitted" || msg == "" {
+	if code != http.StatusConflict || outcome != "refused" || !strings.Contains(msg, "startup recovery left something for a person to handle") {
 		t.Fatalf("a start with legacy objects present: %d %s %q, want a refusal that says why", code, outcome, msg)
 	}
 	if st := s.status(t); st.Available || st.Startable || len(st.Attempts) > 0 {

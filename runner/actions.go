@@ -50,7 +50,7 @@ func checkVersion(tx *store.Tx, planKey string, expected int64) (store.Task, err
 func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp store.Response, err error) {
 	if callErr := c.call(ctx, func() {
 		if !c.open {
-			err = ErrShuttingDown
+			err = c.closedErr()
 			return
 		}
 		resp, err = c.deps.Store.UserAction(r.action("cancel-attempt"), func(tx *store.Tx) (store.Response, error) {
@@ -103,7 +103,7 @@ func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp 
 func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp store.Response, err error) {
 	if callErr := c.call(ctx, func() {
 		if !c.open {
-			err = ErrShuttingDown
+			err = c.closedErr()
 			return
 		}
 		resp, err = c.deps.Store.UserAction(r.action("cancel-task"), func(tx *store.Tx) (store.Response, error) {
@@ -223,7 +223,7 @@ func (c *Coordinator) again(ctx context.Context, r ActionRequest, kind string, c
 func (c *Coordinator) admitAction(ctx context.Context, r ActionRequest, kind string, plan func(*store.Tx) (store.AdmitRequest, *store.Response, error), admitted func(store.Attempt)) (resp store.Response, err error) {
 	if callErr := c.call(ctx, func() {
 		if !c.open {
-			err = ErrShuttingDown
+			err = c.closedErr()
 			return
 		}
 		var release func()

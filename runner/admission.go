@@ -72,7 +72,7 @@ func (c *Coordinator) Admit(ctx context.Context, r AdmitRequest) (attemptID stri
 // reserve is admission's in-memory half. It returns a release func.
 func (c *Coordinator) reserve(planKey, kind string) (func(), error) {
 	if !c.open {
-		return nil, ErrShuttingDown
+		return nil, c.closedErr()
 	}
 	if !slices.Contains(c.cfg.Kinds, kind) {
 		msg := fmt.Sprintf("this runner does not run %q attempts", kind)

@@ -149,6 +149,33 @@ type Coordinator struct {
 // closing.
 var ErrShuttingDown = errors.New("the runner is shutting down")
 
+// closedErr is admission's answer while the coordinator is not open. Once
+// shutdown has begun that is ErrShuttingDown (the server's 503). Before
+// then it has not opened yet: startup recovery is still running, or it
+// ended and left something for a person (step 2d's older objects, step 7's
+// unknown preparation). The server is not going away in either case, so
+// the answer is a refusal that says which, rather than a "shutting down"
+// that would send the person to wait for nothing.
+func (c *Coordinator) closedErr() error {
+	switch {
+	case c.closing:
+		return ErrShuttingDown
+	case isClosed(c.recoveryDone):
+		return &store.Refusal{Code: store.CodeNotOpen, Message: "The runner is not open: startup recovery left something for a person to handle. The server's log names it; start codeboost again once it is handled."}
+	default:
+		return &store.Refusal{Code: store.CodeNotOpen, Message: "The runner is not open yet: startup recovery is still running. Try again in a moment."}
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // New builds a coordinator. It starts open only after Open is called, which
 // production does at the end of startup recovery.
 func New(cfg Config, deps Deps) (*Coordinator, error) {

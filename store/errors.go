@@ -39,6 +39,7 @@ const (
 	CodeRunFinishing      = "run-finishing"
 	CodeHeadMoved         = "head-moved"
 	CodeUnreconciled      = "unreconciled-commits"
+	CodeNotOpen           = "runner-not-open"
 )
 
 func refuse(code, format string, args ...any) *Refusal {
