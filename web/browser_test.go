@@ -1042,3 +1042,21 @@ func TestBrowserMergesAndShowsTheQueue(t *testing.T) {
 	p.waitFor(`(document.querySelector('#task-actions .merge-note') || {textContent: ''}).textContent.includes('Merged')`, "the merged outcome")
 	p.waitFor(`document.querySelector('#task-status').textContent === 'merged'`, "the task merged")
 }
+
+// TestBrowserPlanImportedElsewhereShown: a plan imported from another tab
+// (or by another person) shows on an open page without a reload. An import
+// moves the plan's revision and the task's context generation, not its
+// review version, so a page that watched the review version alone kept
+// drawing the old plan.
+func TestBrowserPlanImportedElsewhereShown(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
+	p := w.open()
+	rev := w.revision("parser-fix")
+	p.waitFor(`document.querySelector('#plan-revision').textContent === 'revision `+strconv.Itoa(rev)+`'`, "the plan")
+	w.api("POST", "/api/plan/import", PlanImport{Task: "parser-fix", ActionID: newTestActionID(), ExpectedRevision: rev,
+		Plan: `{"format": "codeboost-plan/1", "title": "Parser fix", "items": [{"title": "Imported in another tab"}]}`}, http.StatusOK, nil)
+	p.waitFor(`document.querySelector('#plan-revision').textContent === 'revision `+strconv.Itoa(rev+1)+`'`, "the imported revision")
+	if got := eval[string](p, `document.querySelector('#plan-items li[data-item="1"] .item-title').textContent`); got != "Imported in another tab" {
+		t.Errorf("item 1 reads %q after the import elsewhere", got)
+	}
+}

@@ -18,18 +18,23 @@ const maxReviewBody = 512 << 10
 // ReviewReply is GET /api/review: the plan as the reviewer sees it, with
 // its notes, choices, findings and the task's history.
 type ReviewReply struct {
-	Name          string          `json:"name"`
-	Revision      int             `json:"revision"`
-	SnapshotID    string          `json:"snapshotId"`
-	ReviewVersion int             `json:"reviewVersion"`
-	StateVersion  int64           `json:"stateVersion"`
-	TaskStatus    string          `json:"taskStatus"`
-	Items         []ReviewItem    `json:"items"`
-	Notes         []ReviewNote    `json:"notes"`
-	Choices       []store.Choice  `json:"choices"`
-	Findings      []ReviewFinding `json:"findings"`
-	History       []HistoryRow    `json:"history"`
-	Head          string          `json:"head"` // the repository's HEAD, as read by this load
+	Name          string `json:"name"`
+	Revision      int    `json:"revision"`
+	SnapshotID    string `json:"snapshotId"`
+	ReviewVersion int    `json:"reviewVersion"`
+	StateVersion  int64  `json:"stateVersion"`
+	// ContextGeneration is the task's, read with the plan: an import, an
+	// applied suggestion or a new snapshot moves it (not the review
+	// version), so the screen compares it with GET /api/runner's to know
+	// its plan is old.
+	ContextGeneration int64           `json:"contextGeneration"`
+	TaskStatus        string          `json:"taskStatus"`
+	Items             []ReviewItem    `json:"items"`
+	Notes             []ReviewNote    `json:"notes"`
+	Choices           []store.Choice  `json:"choices"`
+	Findings          []ReviewFinding `json:"findings"`
+	History           []HistoryRow    `json:"history"`
+	Head              string          `json:"head"` // the repository's HEAD, as read by this load
 	// Merge is the task's latest merge attempt, through displayStatus
 	// (which reads GitHub again while a merge is in flight); null for none.
 	Merge *MergeRow `json:"merge"`
@@ -127,7 +132,7 @@ func (s *Server) getReview(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		reply.Revision, reply.SnapshotID, reply.ReviewVersion = plan.Revision, plan.SnapshotID, plan.ReviewVersion
-		reply.StateVersion, reply.TaskStatus = task.StateVersion, string(task.Status)
+		reply.StateVersion, reply.ContextGeneration, reply.TaskStatus = task.StateVersion, task.ContextGeneration, string(task.Status)
 		items, err := tx.PlanItems(key, plan.Revision)
 		if err != nil {
 			return err

@@ -67,11 +67,14 @@ type Checkpoint struct {
 
 // TaskRow is the task's row as the screen sees it.
 type TaskRow struct {
-	Status           string     `json:"status"`
-	CurrentAttemptID string     `json:"currentAttemptId"`
-	RequeuePending   bool       `json:"requeuePending"`
-	CancelRequested  bool       `json:"cancelRequested"`
-	BudgetDeadline   *time.Time `json:"budgetDeadline"`
+	Status           string `json:"status"`
+	CurrentAttemptID string `json:"currentAttemptId"`
+	// ContextGeneration moves with the plan's revision and snapshot: the
+	// screen reloads the plan when it passes the one its plan was read at.
+	ContextGeneration int64      `json:"contextGeneration"`
+	RequeuePending    bool       `json:"requeuePending"`
+	CancelRequested   bool       `json:"cancelRequested"`
+	BudgetDeadline    *time.Time `json:"budgetDeadline"`
 	// OwedFinding is a safety finding owed at the task's human gate (its
 	// save with its attempt failed; start or resume saved it), "" for none.
 	OwedFinding string `json:"owedFinding"`
@@ -139,7 +142,7 @@ func (s *Server) status(t Task) (TaskStatus, error) {
 	}
 	v := TaskStatus{
 		Name: t.Name, Repository: t.Repository,
-		Task: TaskRow{Status: string(st.Task.Status), CurrentAttemptID: st.Task.CurrentAttemptID,
+		Task: TaskRow{Status: string(st.Task.Status), CurrentAttemptID: st.Task.CurrentAttemptID, ContextGeneration: st.Task.ContextGeneration,
 			RequeuePending: st.Task.RequeuePending, CancelRequested: st.Task.CancelRequested != "",
 			BudgetDeadline: st.Task.BudgetDeadline, OwedFinding: st.Task.OwedFinding},
 		Attempts:  make([]AttemptRow, 0, len(st.Attempts)),

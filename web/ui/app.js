@@ -462,10 +462,13 @@ async function loadReview(name) {
 }
 
 // reviewIfMoved reloads the plan when a status shows its review version
-// moved (an approval or a note from another tab or person).
+// moved (an approval or a note from another tab or person) or its context
+// generation passed the plan's (an import, an applied suggestion or a new
+// snapshot, which leave the review version as it was).
 function reviewIfMoved(st) {
   const review = state.reviews.get(st.name);
-  if (review && review.reviewVersion !== st.reviewVersion && !reviewsLoading.has(st.name)) loadReview(st.name);
+  if (!review || reviewsLoading.has(st.name)) return;
+  if (review.reviewVersion !== st.reviewVersion || st.task.contextGeneration > review.contextGeneration) loadReview(st.name);
 }
 
 // ---- Selection (rule 5) ----
