@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/sim"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/web"
@@ -89,6 +90,7 @@ type httpState struct {
 	heads   map[string]*headState // by plan key
 	srv     *web.Server
 	world   *sim.World
+	runner  *runner.Coordinator // the process srv serves: a restart makes a new one
 	tasks   int
 	pending map[string]*partialRequest
 	drained <-chan struct{} // closed when step 2 has ended
@@ -99,10 +101,13 @@ type httpState struct {
 func (s *scenario) web(ts *gts.TestScript) *web.Server {
 	w := s.world(ts)
 	h := &s.http
-	if h.srv != nil && h.world == w && h.tasks == len(s.tasks) {
+	// A restart is a new process, with a new runner and a new server; in
+	// the same process the server is rebuilt only when a task was added.
+	sameProcess := h.srv != nil && h.world == w && h.runner == w.Runner
+	if sameProcess && h.tasks == len(s.tasks) {
 		return h.srv
 	}
-	if h.srv != nil && h.srv.Stopping() {
+	if sameProcess && h.srv.Stopping() {
 		return h.srv // a stopping server is not rebuilt: its state is the point
 	}
 	names := make([]string, 0, len(s.tasks))
@@ -120,7 +125,7 @@ func (s *scenario) web(ts *gts.TestScript) *web.Server {
 	if err != nil {
 		ts.Fatalf("web: %v", err)
 	}
-	h.srv, h.world, h.tasks = srv, w, len(s.tasks)
+	h.srv, h.world, h.runner, h.tasks = srv, w, w.Runner, len(s.tasks)
 	if h.pending == nil {
 		h.pending = map[string]*partialRequest{}
 	}
