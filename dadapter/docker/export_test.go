@@ -194,7 +194,7 @@ func TestExportMetadataChanged(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newSeeded(t)
-			s.writeIn(s.st.keeper, keeperMetaDir, 0, 0, change)
+			s.writeIn(s.st.keeper, metaDir, 0, 0, change)
 			if _, err := export(t, context.Background(), s.d, s.st, 1<<20); !errors.Is(err, ErrMetadataChanged) {
 				t.Errorf("export: %v, want ErrMetadataChanged", err)
 			}

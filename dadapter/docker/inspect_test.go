@@ -133,7 +133,7 @@ func TestInspectGitlinkContent(t *testing.T) {
 func TestInspectMetadataChanged(t *testing.T) {
 	s := newSeeded(t)
 	s.edit()
-	s.writeIn(s.st.keeper, keeperMetaDir, 0, 0, map[string]string{"config": "[core]\n\tfsmonitor = /task/evil\n"})
+	s.writeIn(s.st.keeper, metaDir, 0, 0, map[string]string{"config": "[core]\n\tfsmonitor = /task/evil\n"})
 	m, err := inspect(t, context.Background(), s.d, s.st)
 	if err != nil {
 		t.Fatal(err)

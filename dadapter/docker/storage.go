@@ -46,9 +46,6 @@ func (s *storage) Base() string                 { return s.base }
 const (
 	taskDir = "/task"      // the work volume
 	metaDir = "/task/.git" // the meta volume, read-only for the agent
-	// keeperMetaDir is where the keeper mounts the meta volume: apart from
-	// the work volume, so that seeding writes each volume by its own path.
-	keeperMetaDir = "/meta"
 )
 
 // ErrNotHeld is the refusal of task storage this process does not hold:

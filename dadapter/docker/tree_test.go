@@ -230,7 +230,7 @@ func TestCheckTaskTreeUnclean(t *testing.T) {
 		t.Errorf("the work tree with every change undone: %v, want it clean", err)
 	}
 
-	s.writeIn(st.keeper, keeperMetaDir, 0, 0, map[string]string{"config": "[core]\n\tfsmonitor = /task/evil\n"})
+	s.writeIn(st.keeper, metaDir, 0, 0, map[string]string{"config": "[core]\n\tfsmonitor = /task/evil\n"})
 	_, err := checkTaskTree(t, context.Background(), s.d, st, head, fitting...)
 	wantRefusal(t, "metadata changed", err, "the task storage's metadata changed since it was seeded")
 	if !errors.Is(err, ErrMetadataChanged) {
