@@ -1,10 +1,6 @@
 package app
 
-import (
-	"context"
-
-	"github.com/codeboost/codeboost/store"
-)
+import "context"
 
 // requeue is lane I3 at startup: "Restart recovery requeues the task"
 // (decision 3). Recovery step 6 claimed requeue_pending for every task it
@@ -26,18 +22,13 @@ func (a *App) requeue() {
 		return
 	}
 	for _, key := range a.recovery.Requeue {
-		resp, err := a.runner.Requeue(context.Background(), key)
-		switch {
+		switch resp, err := a.runner.Requeue(context.Background(), key); {
+		case err != nil: // a refusal reads as its message
+			a.log.Warn("requeue of "+key+" not admitted; it waits for a person's Resume", "err", err)
 		case resp.Outcome == "admitted":
 			a.log.Info("requeued "+key+" after the restart", "attempt", resp.AttemptID)
-		case err == nil:
-			a.log.Info("requeue of "+key+" answered "+resp.Outcome, "code", resp.Code, "message", resp.Message)
 		default:
-			if ref, ok := store.IsRefusal(err); ok {
-				a.log.Warn("requeue of "+key+" refused; it waits for a person's Resume", "code", ref.Code, "message", ref.Message)
-			} else {
-				a.log.Warn("requeue of "+key+" failed; it waits for a person's Resume", "err", err)
-			}
+			a.log.Info("requeue of "+key+" answered "+resp.Outcome, "code", resp.Code, "message", resp.Message)
 		}
 	}
 }

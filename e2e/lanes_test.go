@@ -68,14 +68,7 @@ func TestServeShutdownWithEveryLaneBusy(t *testing.T) {
 	s.waitFor(t, "the planning agent started", func() bool { return strings.Contains(s.out.String(), "the planning agent started") })
 
 	// The merge lane: the merge command is in flight at GitHub.
-	reached, release := gh.HoldNextMerge("acme/parser", 7)
-	t.Cleanup(release)
-	s.merge(t, "ship")
-	select {
-	case <-reached:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the merge command never reached GitHub\n%s", s.out.String())
-	}
+	release := s.mergeInFlight(t, gh, "ship", "acme/parser", 7)
 
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	s.waitFor(t, "step 1", func() bool { return strings.Contains(s.out.String(), "shutdown: admission closed") })

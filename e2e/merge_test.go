@@ -140,6 +140,23 @@ func (s *server) merge(t *testing.T, task string) web.ActionReply {
 	return out
 }
 
+// mergeInFlight clicks Merge on task while the fake GitHub holds the merge
+// command of repo's pull request number, and returns once the command has
+// reached GitHub. It returns the hold's release, which the test's end
+// calls too.
+func (s *server) mergeInFlight(t *testing.T, gh *fakegithub.Server, task, repo string, number int) (release func()) {
+	t.Helper()
+	reached, release := gh.HoldNextMerge(repo, number)
+	t.Cleanup(release)
+	s.merge(t, task)
+	select {
+	case <-reached:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the merge command never reached GitHub\n%s", s.out.String())
+	}
+	return release
+}
+
 func (s *server) mergeState(t *testing.T, task string) *web.MergeRow {
 	t.Helper()
 	var r web.MergeReply
@@ -200,14 +217,7 @@ func TestServeShutdownAwaitsAMergeInFlight(t *testing.T) {
 		"github":   map[string]any{"repo": "acme/parser", "pullRequest": 7}})
 	s := startServe(t, bin, e)
 	s.importAndApprove(t, "happy")
-	reached, release := gh.HoldNextMerge("acme/parser", 7)
-	t.Cleanup(release)
-	s.merge(t, "happy")
-	select {
-	case <-reached:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the merge command never reached GitHub\n%s", s.out.String())
-	}
+	release := s.mergeInFlight(t, gh, "happy", "acme/parser", 7)
 
 	s.cmd.Process.Signal(os.Interrupt)
 	deadline := time.Now().Add(20 * time.Second)

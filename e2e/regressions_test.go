@@ -104,9 +104,7 @@ func TestR026TwoDatabasesOneCrashes(t *testing.T) {
 
 	// A's recovery: its agent and storage gone, its attempt finalized, and
 	// the task requeued (lane I3): a new attempt of A's own runs.
-	if left := attemptObjects(t, cli, attemptA); len(left) > 0 {
-		t.Fatalf("A's recovery left A's objects: %v\n%s", left, a.out.String())
-	}
+	noAttemptObjects(t, cli, attemptA, "A's recovery")
 	got := a.waitAttemptID(t, attemptA, "")
 	requeuedA := a.waitAttempt(t, 2, "running")
 	waitAgentRunning(t, cli, requeuedA.ID)
@@ -211,9 +209,7 @@ func TestR034CopiedDatabase(t *testing.T) {
 	if got := ownerToken(t, a); got != tokenA {
 		t.Fatalf("A restarted with runner owner %s, want %s", got, tokenA)
 	}
-	if left := attemptObjects(t, cli, attempt); len(left) > 0 {
-		t.Fatalf("A's recovery left A's objects: %v\n%s", left, a.out.String())
-	}
+	noAttemptObjects(t, cli, attempt, "A's recovery")
 	a.waitAttemptID(t, attempt, "")
 	// Each database requeues its own task (lane I3), under its own token.
 	for _, s := range []*server{c, a} {
@@ -308,9 +304,7 @@ func TestR077CorruptRunnerToken(t *testing.T) {
 		t.Fatalf("serve restarted with runner owner %s, want %s", got, token)
 	}
 	s.waitAttemptID(t, attempt, "")
-	if left := attemptObjects(t, cli, attempt); len(left) > 0 {
-		t.Fatalf("recovery with the restored token left %v", left)
-	}
+	noAttemptObjects(t, cli, attempt, "recovery with the restored token")
 	s.waitAttempt(t, 2, "running") // requeued (lane I3)
 	s.stop(t, syscall.SIGTERM)
 	waitNoObjects(t, cli, "after recovery with the restored token and a clean shutdown")
@@ -573,9 +567,7 @@ func TestR071DockerRecoveryFails(t *testing.T) {
 		t.Errorf("the retry does not say it removed the storage:\n%s", s.out.String())
 	}
 	t.Logf("attempt after the retry: %s (%s)", got.State, got.Diagnostic)
-	if left := attemptObjects(t, cli, attempt); len(left) > 0 {
-		t.Fatalf("the retried recovery left %v", left)
-	}
+	noAttemptObjects(t, cli, attempt, "the retried recovery")
 	s.waitAttempt(t, 2, "running") // requeued (lane I3) once recovery completed
 	s.stop(t, syscall.SIGTERM)
 	waitNoObjects(t, cli, "after the retried recovery and a clean shutdown")
@@ -746,10 +738,14 @@ func ownedBy(t *testing.T, cli *client.Client, token string) []string {
 	return objectsLabelled(t, cli, "io.codeboost.runner="+token)
 }
 
-// attemptObjects lists every object made for one attempt.
-func attemptObjects(t *testing.T, cli *client.Client, attemptID string) []string {
+// noAttemptObjects fails the test if any object made for the attempt is
+// left: by, what was to remove them. Another attempt of the same runner
+// (a requeue's) may run meanwhile.
+func noAttemptObjects(t *testing.T, cli *client.Client, attemptID, by string) {
 	t.Helper()
-	return objectsLabelled(t, cli, "io.codeboost.attempt="+attemptID)
+	if left := objectsLabelled(t, cli, "io.codeboost.attempt="+attemptID); len(left) > 0 {
+		t.Fatalf("%s left the objects of attempt %s: %v", by, attemptID, left)
+	}
 }
 
 // objectsLabelled lists, sorted, every container, volume and network that

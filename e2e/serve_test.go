@@ -142,8 +142,8 @@ func cycle(t *testing.T, cli *client.Client, bin, agent string) {
 	if len(st.Attempts) != 6 {
 		t.Fatalf("%d attempts, want 6: %+v", len(st.Attempts), st.Attempts)
 	}
-	if a := s.lastStatus.Attempts; oldestFirst(a)[4].ID != a5.ID {
-		t.Fatalf("attempt 5 is not the one requeued after kill -9: %+v", a)
+	if oldestFirst(st.Attempts)[4].ID != a5.ID {
+		t.Fatalf("attempt 5 is not the one requeued after kill -9: %+v", st.Attempts)
 	}
 	seen := map[string]bool{}
 	for _, a := range st.Attempts {
