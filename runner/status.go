@@ -101,10 +101,11 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 	}
 	t := st.Task
 	active := t.Status == words.StatusRunning || t.Status == words.StatusQueued
-	if active && !t.RequeuePending && last.State == words.Stale {
+	again := active && !t.RequeuePending && store.OnlyThroughPlanRun(*last) == nil
+	if again && last.State == words.Stale {
 		st.RunAgain = true
 	}
-	if active && !t.RequeuePending && (last.State == words.Failed || last.State == words.Cancelled) && last.Kind != words.KindExecute {
+	if again && (last.State == words.Failed || last.State == words.Cancelled) {
 		st.Retryable = rows.presentErr == nil && store.StaleCause(last.Context, rows.present) == ""
 	}
 	return st, nil

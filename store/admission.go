@@ -165,9 +165,8 @@ func (t *Tx) budgetSpent(planKey string) error {
 // CheckRetry applies the Store half of "Retry": the last attempt is failed
 // or cancelled on disk and is the caller's; the task is running or queued
 // with no requeue pending; the state version matches; the last attempt's
-// captured context is still current. An execute attempt is never retried on
-// its own: a plan item runs again only through resume. It returns the
-// attempt to retry.
+// captured context is still current. A writable attempt is never retried on
+// its own (OnlyThroughPlanRun). It returns the attempt to retry.
 func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (Attempt, error) {
 	task, err := t.Task(planKey)
 	if err != nil {
@@ -189,8 +188,8 @@ func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (
 	if a.State != words.Failed && a.State != words.Cancelled {
 		return a, refuse(CodeNotRetryable, "attempt is %s; only a failed or cancelled attempt is retried", a.State)
 	}
-	if a.Kind == words.KindExecute {
-		return a, refuse(CodeNotRetryable, "an execute attempt runs again only through resume")
+	if err := OnlyThroughPlanRun(a); err != nil {
+		return a, err
 	}
 	present, err := t.PresentContext(planKey)
 	if err != nil {
@@ -203,7 +202,9 @@ func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (
 }
 
 // CheckRunAgain is "Run again on the current code" for a stale attempt: a
-// new request that captures a fresh context. It returns the stale attempt.
+// new request that captures a fresh context. A writable attempt is refused
+// (OnlyThroughPlanRun): its item runs again through resume. It returns the
+// stale attempt.
 func (t *Tx) CheckRunAgain(planKey, attemptID string, expectedStateVersion int64) (Attempt, error) {
 	task, err := t.Task(planKey)
 	if err != nil {
@@ -216,7 +217,22 @@ func (t *Tx) CheckRunAgain(planKey, attemptID string, expectedStateVersion int64
 	if a.State != words.Stale {
 		return a, refuse(CodeNotRetryable, "run again is for a stale attempt; this one is %s", a.State)
 	}
-	return a, nil
+	return a, OnlyThroughPlanRun(a)
+}
+
+// OnlyThroughPlanRun refuses retry and "run again" of a writable attempt
+// (execute, fix, rebase-fix): "A plan item runs only through ItemExecutor".
+// Admitted on its own, such an attempt would skip every gate the plan run
+// applies at resume (the approvals, the review version, the scope
+// checkpoint, an owed finding, a moved head) and write the task's code
+// under a plan nobody approved. The refusal sends the person to Resume,
+// which applies them all. GET /api/runner offers neither action for such
+// an attempt by this same rule.
+func OnlyThroughPlanRun(a Attempt) error {
+	if words.Writable(a.Kind) {
+		return refuse(CodeResumeInstead, "This %s attempt runs again only through the plan run: press Resume, which checks the plan's approvals, review version, checkpoint and head again.", a.Kind)
+	}
+	return nil
 }
 
 // lastAttempt checks the caller's view (state version, and that attemptID

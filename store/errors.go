@@ -40,6 +40,9 @@ const (
 	CodeHeadMoved         = "head-moved"
 	CodeUnreconciled      = "unreconciled-commits"
 	CodeNotOpen           = "runner-not-open"
+	// CodeResumeInstead refuses retry and "run again" of a writable
+	// attempt: a plan item runs only through the plan run (resume).
+	CodeResumeInstead = "resume-instead"
 )
 
 func refuse(code, format string, args ...any) *Refusal {

@@ -376,8 +376,12 @@ func TestBrowserScreens(t *testing.T) {
 
 // TestBrowserStaleStaysVisible is the UI rule "Stale results stay visible":
 // an attempt that ended stale keeps its row, labelled "Out of date:" with
-// its cause, "Run again on the current code" is offered on it, and after
-// running again the stale row is still there with its cause.
+// its cause, and after the task runs on the stale row is still there with
+// its cause. The attempt is a plan item's execute attempt, so the screen
+// offers Resume and neither Retry nor "Run again on the current code": "A
+// plan item runs only through ItemExecutor" (store.OnlyThroughPlanRun; the
+// server refuses both, scenario F-111). A read-only attempt's "Run again"
+// is R008's.
 //
 // kills: mutant/ui-stale-hidden
 func TestBrowserStaleStaysVisible(t *testing.T) {
@@ -396,26 +400,29 @@ func TestBrowserStaleStaysVisible(t *testing.T) {
 	w.settle(a, dadapter.Settlement{ExitCode: 137})
 	stale := "Out of date: snapshot s2 replaced s1"
 	p.waitLabel(a, stale)
-	runAgain := `#attempt-rows tr[data-attempt="` + a + `"] button[data-action="run-again"]`
-	p.waitFor(`!!document.querySelector(`+js(runAgain)+`)`, "Run again offered")
-	if got := eval[string](p, `document.querySelector(`+js(runAgain)+`).textContent`); got != "Run again on the current code" {
-		t.Errorf("the stale attempt's action says %q", got)
-	}
 	if p.present(`#attempt-rows button[data-action="retry"]`) {
 		t.Error("Retry is offered for a stale attempt")
 	}
+	if p.present(`#attempt-rows button[data-action="run-again"]`) {
+		t.Error("Run again is offered for a stale execute attempt: its item runs again only through the plan run")
+	}
 	p.screenshot("stale")
 
-	// Run again makes a new attempt; the stale one stays, with its cause.
-	p.click(runAgain)
+	// The approvals were given on the old snapshot: once the person
+	// approves again, Resume runs the item as a new attempt; the stale one
+	// stays, with its cause.
+	w.approveAll("parser-fix")
+	resume := `#task-actions button[data-action=resume]`
+	p.waitFor(`!!document.querySelector(`+js(resume)+`)`, "Resume offered")
+	p.click(resume)
 	p.waitFor(`document.querySelectorAll('#attempt-rows tr').length === 2`, "the new attempt")
 	b := w.currentAttempt("parser-fix")
 	if b == a {
-		t.Fatal("run again made no new attempt")
+		t.Fatal("resume made no new attempt")
 	}
 	p.waitLabel(b, words.LabelRunning)
 	if got := p.label(a); got != stale {
-		t.Errorf("after running again, the stale attempt says %q, want %q", got, stale)
+		t.Errorf("after resuming, the stale attempt says %q, want %q", got, stale)
 	}
 }
 
