@@ -50,8 +50,12 @@ func (c *Coordinator) Resume(ctx context.Context, r ActionRequest) (store.Respon
 
 // Requeue is lane I3's requeue of a task startup recovery listed (step 6,
 // "Hand lane I3 every task …"): the same admission as Resume, made by
-// codeboost instead of a person, against the task's versions as they are
-// now. Its admitting transaction claims requeue_pending by the same
+// codeboost instead of a person, against the task's state version as it is
+// now and the review version its plan run was admitted against
+// (store.Task.RunReviewVersion; the present one when none is recorded). The
+// run "owns the review version for the whole multi-item run", so a requeue
+// goes on only where the cut run's next item would have: a review change
+// since refuses it, and the person reviews and resumes. Its admitting transaction claims requeue_pending by the same
 // compare-and-swap, so of I3's requeue and a person's "Resume" exactly one
 // admits, and the loser is refused. It is recorded as an action of kind
 // "requeue" under an ID of its own, like any admission.
@@ -64,7 +68,11 @@ func (c *Coordinator) Requeue(ctx context.Context, planKey string) (store.Respon
 	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { plan, err = tx.Plan(planKey); return err }); err != nil {
 		return store.Response{}, err
 	}
-	r := ActionRequest{PlanKey: planKey, ExpectedStateVersion: task.StateVersion, ExpectedReviewVersion: plan.ReviewVersion,
+	reviewVersion := plan.ReviewVersion
+	if task.RunReviewVersion != nil {
+		reviewVersion = *task.RunReviewVersion
+	}
+	r := ActionRequest{PlanKey: planKey, ExpectedStateVersion: task.StateVersion, ExpectedReviewVersion: reviewVersion,
 		ActionID: c.deps.IDs.UUID()}
 	return c.runPlan(ctx, r, "requeue", func(tx *store.Tx) (store.PlanStart, error) {
 		return tx.ResumePlan(r.PlanKey, r.ExpectedStateVersion, r.ExpectedReviewVersion)
@@ -87,9 +95,19 @@ func (c *Coordinator) runPlan(ctx context.Context, r ActionRequest, kind string,
 		if err != nil {
 			return store.AdmitRequest{}, nil, err
 		}
+		if start.Finished {
+			if err := tx.FinishPlanRun(r.PlanKey); err != nil {
+				return store.AdmitRequest{}, nil, err
+			}
+			tx.AfterCommit(func() {
+				c.trace("plan run %s ended: every item completed; task in review (finished by %s)", r.PlanKey, kind)
+			})
+			return store.AdmitRequest{}, &store.Response{Outcome: "finished", Message: "Every item has completed: the task is in review."}, nil
+		}
 		item = start.Item
 		return store.AdmitRequest{PlanKey: r.PlanKey, Kind: words.KindExecute, Item: &item,
-			ExpectedStateVersion: start.ExpectedStateVersion, ClaimRequeue: start.ClaimRequeue}, nil, nil
+			ExpectedStateVersion: start.ExpectedStateVersion, ClaimRequeue: start.ClaimRequeue,
+			RunReviewVersion: &r.ExpectedReviewVersion}, nil, nil
 	}, func(a store.Attempt) {
 		c.runs[r.PlanKey] = &planRun{planKey: r.PlanKey, reviewVersion: r.ExpectedReviewVersion, attemptID: a.ID, item: item}
 		c.traceAttempt(a.ID, "plan run %s: item %d as %s", r.PlanKey, item, a.ID)

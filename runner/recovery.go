@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -29,7 +29,7 @@ import (
 // RecoveryReport is what startup recovery did and what it left for a person.
 type RecoveryReport struct {
 	Finalized        []string // "<attemptId> <state>", in row order
-	Requeue          []string // plan keys handed to I3 (requeue_pending claimed)
+	Requeue          []string // plan keys handed to I3: every open requeue claim, this recovery's or an earlier one's, sorted
 	UnmatchedStorage []string // storage handles matching no row: reported, never exported or removed
 	UnknownEntries   []string // entries under the attempts directory left alone
 	LegacyCommands   []string // the exact docker commands a person runs
@@ -340,10 +340,17 @@ func (c *Coordinator) finalize(byID map[string]store.Attempt, rows []store.Attem
 // only now claimed for I3. No rebase runs yet (F3), so there is no Git
 // process to abort; only the marker is settled. A marker that cannot be
 // cleared stops startup.
+//
+// The report's requeue list is then every claim open, read in that same
+// transaction: this recovery's, and any an earlier start claimed but never
+// handed on because its admission stayed closed (step 7's unknown
+// preparation, step 2d's older objects). Listing only new claims would
+// strand those: later recoveries look only at unclaimed tasks, so nothing
+// but a person's Resume would ever run them.
 func (c *Coordinator) abortRebases() error {
-	var aborted, requeue []string
+	var aborted, requeue, claims []string
 	err := c.write(func(tx *store.Tx) error {
-		aborted, requeue = nil, nil
+		aborted, requeue, claims = nil, nil, nil
 		markers, err := tx.RebasesInProgress()
 		if err != nil {
 			return err
@@ -360,7 +367,10 @@ func (c *Coordinator) abortRebases() error {
 		}
 		// Step 3's transaction claimed every other candidate, so with no
 		// marker cleared this lists nothing.
-		requeue, err = c.claimRequeues(tx)
+		if requeue, err = c.claimRequeues(tx); err != nil {
+			return err
+		}
+		claims, err = tx.RequeueClaims()
 		return err
 	})
 	if err != nil {
@@ -373,9 +383,13 @@ func (c *Coordinator) abortRebases() error {
 	for _, k := range requeue {
 		c.trace("recovery: requeue %s", k)
 	}
+	for _, k := range claims {
+		if !slices.Contains(c.recoveryReport.Requeue, k) && !slices.Contains(requeue, k) {
+			c.trace("recovery: handing on the requeue an earlier start claimed for %s", k)
+		}
+	}
 	c.recoveryReport.AbortedRebases = aborted
-	c.recoveryReport.Requeue = append(c.recoveryReport.Requeue, requeue...)
-	sort.Strings(c.recoveryReport.Requeue)
+	c.recoveryReport.Requeue = claims
 	return nil
 }
 

@@ -25,6 +25,9 @@ type AdmitRequest struct {
 	// AllocationID is the caller-chosen task-storage allocation ID, saved
 	// with the row so that it is durable before allocation starts. Optional.
 	AllocationID string
+	// RunReviewVersion, set on a plan run's first item, is saved as the
+	// task's run_review_version (Task.RunReviewVersion); nil keeps it.
+	RunReviewVersion *int
 }
 
 // Admit writes a pending attempt if every guard passes: the task's status is
@@ -100,8 +103,12 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 		d := now.Add(r.Budget)
 		budget = &d
 	}
-	if _, err := t.exec(`UPDATE tasks SET status = 'running', current_attempt_id = ?, budget_deadline = ?, requeue_pending = 0
-		WHERE plan_key = ?`, id, budget.UnixMilli(), r.PlanKey); err != nil {
+	var runReview any
+	if r.RunReviewVersion != nil {
+		runReview = *r.RunReviewVersion
+	}
+	if _, err := t.exec(`UPDATE tasks SET status = 'running', current_attempt_id = ?, budget_deadline = ?, requeue_pending = 0,
+		run_review_version = COALESCE(?, run_review_version) WHERE plan_key = ?`, id, budget.UnixMilli(), runReview, r.PlanKey); err != nil {
 		return Attempt{}, err
 	}
 	if err := t.bump(r.PlanKey); err != nil {

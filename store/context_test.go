@@ -87,6 +87,8 @@ var contextEffects = map[string]contextEffect{
 	"Store.AdmissionRefused":      doesNotChangeContext,
 	"Tx.PreparationGroups":        doesNotChangeContext,
 	"Tx.RequeueCandidates":        doesNotChangeContext,
+	"Tx.RequeueClaims":            doesNotChangeContext,
+	"Tx.FinishPlanRun":            doesNotChangeContext,
 	"Tx.FinishRead":               doesNotChangeContext,
 	"Tx.MarkPreparationStarting":  doesNotChangeContext,
 	"Tx.MarkRunning":              doesNotChangeContext,

@@ -152,7 +152,7 @@ func TestMigrationThatCannotBeginIsAnError(t *testing.T) {
 		t.Fatalf("Open after the lock was released: %v", err)
 	}
 	s.Close()
-	if v := e.rawInt(`PRAGMA user_version`); v != 10 {
+	if v := e.rawInt(`PRAGMA user_version`); v != 11 {
 		t.Fatalf("user_version = %d after the lock was released", v)
 	}
 }

@@ -61,7 +61,7 @@ func TestMigrateV5Backfill(t *testing.T) {
 	}
 	e := &env{t: t, s: s, path: path, clock: clock}
 	t.Cleanup(func() { s.Close() })
-	if v := e.rawInt(`PRAGMA user_version`); v != 10 {
+	if v := e.rawInt(`PRAGMA user_version`); v != 11 {
 		t.Fatalf("user_version = %d", v)
 	}
 	now := clock.Now().UnixMilli()

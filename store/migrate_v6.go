@@ -27,6 +27,17 @@ func (s *Store) migrateV8() error { return s.migrateFrom(8) }
 // (migrateFrom adds them from the schema).
 func (s *Store) migrateV9() error { return s.migrateFrom(9) }
 
+// migrateV10 moves a v10 database to v11: tasks gains run_review_version
+// (taskColumns, as every migration from an older version does), NULL on
+// every row: no plan run's version is known, and I3's requeue falls back
+// to the present review version, as it did before.
+func (s *Store) migrateV10() error { return s.migrateFrom(10) }
+
+// taskColumns are the columns of tasks added after v8's owed finding.
+var taskColumns = [][2]string{
+	{"run_review_version", "INTEGER"},
+}
+
 // mergeColumns are v10's columns of merge_attempts: a row written before
 // has no pull request, head or action (NULL), needs no fresh review, and
 // keeps its state. migrateFrom adds each one a file's table lacks (SQLite
@@ -96,6 +107,9 @@ func (s *Store) migrateFrom(v int, changes ...string) error {
 		}
 	}
 	if err := t.addMissingColumns("merge_attempts", mergeColumns); err != nil {
+		return fmt.Errorf("store: migrate v%d: %w", v, err)
+	}
+	if err := t.addMissingColumns("tasks", taskColumns); err != nil {
 		return fmt.Errorf("store: migrate v%d: %w", v, err)
 	}
 	for _, q := range []string{schemaIfMissing(), fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)} {

@@ -131,8 +131,8 @@ func TestMigrateV6KeepsRows(t *testing.T) {
 	}
 	e.s = s
 	t.Cleanup(func() { s.Close() })
-	if v := e.rawInt(`PRAGMA user_version`); v != 10 {
-		t.Fatalf("user_version = %d, want 10", v)
+	if v := e.rawInt(`PRAGMA user_version`); v != 11 {
+		t.Fatalf("user_version = %d, want 11", v)
 	}
 	if after := v6Rows(e); !reflect.DeepEqual(before, after) {
 		t.Fatalf("the migration changed v6 rows:\nbefore %q\nafter  %q", before, after)
@@ -184,8 +184,8 @@ func TestMigrateV7AddsTheOwedFinding(t *testing.T) {
 	}
 	e.s = s
 	t.Cleanup(func() { s.Close() })
-	if v := e.rawInt(`PRAGMA user_version`); v != 10 {
-		t.Fatalf("user_version = %d, want 10", v)
+	if v := e.rawInt(`PRAGMA user_version`); v != 11 {
+		t.Fatalf("user_version = %d, want 11", v)
 	}
 	task, err := s.Task(key)
 	if err != nil || task.OwedFinding != "" || task.OwedAttempt != "" {
@@ -194,7 +194,7 @@ func TestMigrateV7AddsTheOwedFinding(t *testing.T) {
 }
 
 // TestMigrateV8AddsScopeCheckpoints: a v8 file (without the scope
-// checkpoint tables) opens as v10 with its rows kept, no checkpoint, and
+// checkpoint tables) opens as v11 with its rows kept, no checkpoint, and
 // the tables ready for one.
 func TestMigrateV8AddsScopeCheckpoints(t *testing.T) {
 	e := newEnv(t)
@@ -207,8 +207,8 @@ func TestMigrateV8AddsScopeCheckpoints(t *testing.T) {
 	}
 	e.s = s
 	t.Cleanup(func() { s.Close() })
-	if v := e.rawInt(`PRAGMA user_version`); v != 10 {
-		t.Fatalf("user_version = %d, want 10", v)
+	if v := e.rawInt(`PRAGMA user_version`); v != 11 {
+		t.Fatalf("user_version = %d, want 11", v)
 	}
 	if n := e.rawInt(`SELECT COUNT(*) FROM checkpoints`) + e.rawInt(`SELECT COUNT(*) FROM continuation_approvals`); n != 0 {
 		t.Fatalf("%d checkpoint rows after the migration, want none", n)
@@ -219,7 +219,7 @@ func TestMigrateV8AddsScopeCheckpoints(t *testing.T) {
 }
 
 // TestMigrateV9AddsTheLanesTables: a v9 file (without the questions and
-// planning requests tables) opens as v10 with its rows kept and both
+// planning requests tables) opens as v11 with its rows kept and both
 // tables empty.
 func TestMigrateV9AddsTheLanesTables(t *testing.T) {
 	e := newEnv(t)
@@ -238,8 +238,8 @@ func TestMigrateV9AddsTheLanesTables(t *testing.T) {
 	}
 	e.s = s
 	t.Cleanup(func() { s.Close() })
-	if v := e.rawInt(`PRAGMA user_version`); v != 10 {
-		t.Fatalf("user_version = %d, want 10", v)
+	if v := e.rawInt(`PRAGMA user_version`); v != 11 {
+		t.Fatalf("user_version = %d, want 11", v)
 	}
 	if n := e.rawInt(`SELECT COUNT(*) FROM questions`) + e.rawInt(`SELECT COUNT(*) FROM plan_requests`); n != 0 {
 		t.Fatalf("%d rows in the new tables after the migration, want none", n)
@@ -251,5 +251,28 @@ func TestMigrateV9AddsTheLanesTables(t *testing.T) {
 	}
 	if _, err := s.Task(key); err != nil {
 		t.Fatalf("the migrated task: %v", err)
+	}
+}
+
+// TestMigrateV10AddsTheRunReviewVersion: a v10 file (whose tasks have no
+// run_review_version) opens as v11 with its tasks kept and no plan run's
+// version known, so I3's requeue falls back to the present review version.
+func TestMigrateV10AddsTheRunReviewVersion(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask(words.StatusQueued)
+	e.s.Close()
+	e.rawExec(`ALTER TABLE tasks DROP COLUMN run_review_version; PRAGMA user_version = 10`)
+	s, err := store.Open(e.path, store.Options{Now: e.clock.Now, IDs: ids.NewSeeded(1), Failpoints: e.fp})
+	if err != nil {
+		t.Fatalf("Open(v10): %v", err)
+	}
+	e.s = s
+	t.Cleanup(func() { s.Close() })
+	if v := e.rawInt(`PRAGMA user_version`); v != 11 {
+		t.Fatalf("user_version = %d, want 11", v)
+	}
+	task, err := s.Task(key)
+	if err != nil || task.Status != words.StatusQueued || task.RunReviewVersion != nil {
+		t.Fatalf("the migrated task: %+v, %v; want it kept, queued, with no run's review version", task, err)
 	}
 }

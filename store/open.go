@@ -110,6 +110,8 @@ func (s *Store) migrate() error {
 		return s.migrateV8() // no scope checkpoints
 	case v == 9:
 		return s.migrateV9() // no questions or planning requests
+	case v == 10:
+		return s.migrateV10() // no plan run's review version
 	default:
 		return fmt.Errorf("store: database schema version %d is not supported by this build (wants %d)", v, schemaVersion)
 	}

@@ -91,8 +91,8 @@ func TestOpenPragmas(t *testing.T) {
 	if mode := e.rawString(`PRAGMA journal_mode`); mode != "wal" {
 		t.Errorf("journal_mode %q, want wal", mode)
 	}
-	if v := e.rawInt(`PRAGMA user_version`); v != 10 {
-		t.Errorf("user_version %d, want 10", v)
+	if v := e.rawInt(`PRAGMA user_version`); v != 11 {
+		t.Errorf("user_version %d, want 11", v)
 	}
 	// Foreign keys are on in the Store's own connection: a ledger entry for
 	// a plan that does not exist is refused by the schema.
@@ -108,7 +108,7 @@ func TestOpenPragmas(t *testing.T) {
 }
 
 func TestOpenUnknownSchemaVersion(t *testing.T) {
-	for _, v := range []int{4, 11, 99} { // 5 to 9 are migrated: migrate_test.go, migrate_v6_test.go
+	for _, v := range []int{4, 12, 99} { // 5 to 10 are migrated: migrate_test.go, migrate_v6_test.go
 		path := filepath.Join(t.TempDir(), "future.db")
 		db, err := sql.Open("sqlite", "file:"+path)
 		if err != nil {

@@ -297,6 +297,12 @@ type PlanStart struct {
 	Item                 int
 	ExpectedStateVersion int64
 	ClaimRequeue         bool
+	// Finished says resume found no item left to run: every item of the
+	// current revision has completed, and the run that ran them never
+	// moved the task to in review (a crash or a shutdown came between its
+	// last item and that move). The caller finishes the run (FinishPlanRun)
+	// instead of admitting anything.
+	Finished bool
 }
 
 // StartPlan is "start": a task in review or queued, with no execute attempt
@@ -393,7 +399,10 @@ func (t *Tx) versions(planKey string) (int64, int, error) {
 // (an execute attempt at any revision, or a requeue recovery left), every
 // item approved; the run starts at the first item with no completed execute
 // attempt at the current revision, whether the last item completed, failed
-// or was stopped. The admission claims requeue_pending by compare-and-swap
+// or was stopped. When every item has completed, resume finishes the run
+// (PlanStart.Finished) as its last item's run would have: a task left
+// running with nothing to run is never left for a person who can do
+// nothing about it. The admission claims requeue_pending by compare-and-swap
 // in the same transaction, so of two racing resumes (or a resume and I3's
 // requeue) exactly one admits.
 func (t *Tx) ResumePlan(planKey string, expectedStateVersion int64, expectedReviewVersion int) (PlanStart, error) {
@@ -429,20 +438,30 @@ func (t *Tx) ResumePlan(planKey string, expectedStateVersion int64, expectedRevi
 	}
 	item, ok := p.next()
 	if !ok {
-		return PlanStart{}, refuse(CodeIllegal, "every item of revision %d has a completed execute attempt", p.plan.Revision)
+		return PlanStart{ExpectedStateVersion: expectedStateVersion, ClaimRequeue: task.RequeuePending, Finished: true}, nil
 	}
 	return PlanStart{Item: item, ExpectedStateVersion: expectedStateVersion, ClaimRequeue: task.RequeuePending}, nil
+}
+
+// FinishPlanRun ends a plan run whose every item completed: the task moves
+// to in review, for a person to review the work before merge (the contract
+// leaves that status to the review flow; in review is the one status from
+// which start does not run the same revision again), and its run's review
+// version and any requeue claim are cleared.
+func (t *Tx) FinishPlanRun(planKey string) error {
+	if _, err := t.exec(`UPDATE tasks SET status = ?, run_review_version = NULL, requeue_pending = 0 WHERE plan_key = ?`,
+		words.StatusInReview, planKey); err != nil {
+		return err
+	}
+	return t.bump(planKey)
 }
 
 // NextPlanItem is the item executor's check before each later item of a
 // run: the review version the action started with is unchanged (a choice,
 // approval or note saved while the earlier item ran stops the run), the
 // task is still open and running with no pending cancel, and every item is
-// still approved. When no item is left, the run is finished and the task
-// moves to in review in this same transaction, for a person to review the
-// work before merge (the contract leaves that status to the review flow; in
-// review is the one status from which start does not run the same revision
-// again).
+// still approved. When no item is left, the run is finished in this same
+// transaction (FinishPlanRun).
 func (t *Tx) NextPlanItem(planKey string, reviewVersion int) (next PlanStart, finished bool, err error) {
 	task, err := t.runnable(planKey)
 	if err != nil {
@@ -460,10 +479,7 @@ func (t *Tx) NextPlanItem(planKey string, reviewVersion int) (next PlanStart, fi
 	}
 	item, ok := p.next()
 	if !ok {
-		if _, err := t.exec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusInReview, planKey); err != nil {
-			return next, false, err
-		}
-		return next, true, t.bump(planKey)
+		return next, true, t.FinishPlanRun(planKey)
 	}
 	if err := t.approvalGate(planKey, p); err != nil {
 		return next, false, err

@@ -87,22 +87,46 @@ func (t *Tx) PreparationGroups() ([]Attempt, error) {
 
 // RequeueCandidates is step 6's list, in one query: every task that is not
 // closed, not human-gated and has no requeue claimed yet, whose latest
-// attempt was cancelled with first reason shutdown or failed "Interrupted".
-// A task with a recorded rebase is listed only once step 4 aborted it.
-// Sorted by plan key.
+// attempt was cancelled with first reason shutdown or failed "Interrupted",
+// or whose plan run was cut between two items: the task is running or
+// queued under a run (run_review_version set) and its latest attempt is a
+// completed plan item, so the process that ran it stopped (crashed, or
+// shut down at step 5a) before it admitted the next item or finished the
+// run. Without that last term such a task would show running with nothing
+// running after the restart. A task with a recorded rebase is listed only
+// once step 4 aborted it. Sorted by plan key.
 func (t *Tx) RequeueCandidates() ([]string, error) {
 	if err := t.s.fp.Err("store/requeue-read"); err != nil {
 		return nil, err
 	}
-	rows, err := t.query(`SELECT t.plan_key FROM tasks t JOIN attempts a ON a.id = t.current_attempt_id
-		WHERE ((a.state = 'cancelled' AND a.first_reason = 'shutdown') OR (a.state = 'failed' AND a.diagnostic LIKE ? ESCAPE '\'))
+	return t.planKeys(`SELECT t.plan_key FROM tasks t JOIN attempts a ON a.id = t.current_attempt_id
+		WHERE ((a.state = 'cancelled' AND a.first_reason = 'shutdown') OR (a.state = 'failed' AND a.diagnostic LIKE ? ESCAPE '\')
+			OR (a.state = 'completed' AND a.kind IN (?, ?, ?) AND t.run_review_version IS NOT NULL AND t.status IN (?, ?)))
 		AND t.status NOT IN (?, ?, ?, ?, ?, ?)
 		AND t.requeue_pending = 0
 		AND t.rebase_in_progress IS NULL
 		ORDER BY t.plan_key`,
 		likePrefix(words.Interrupted),
+		words.KindExecute, words.KindFix, words.KindRebaseFix, words.StatusRunning, words.StatusQueued,
 		words.StatusMerged, words.StatusCancelled, words.StatusNeedsHuman, words.StatusNeedsAmendment,
 		words.StatusNeedsApproval, words.StatusPossiblyAlreadyFixed)
+}
+
+// RequeueClaims lists every open task whose requeue is claimed, by this
+// recovery's step 6 or by an earlier one whose start never opened
+// admission (step 7's unknown preparation, step 2d's older objects): each
+// waits for I3's requeue or a person's Resume, and the start that opens
+// admission hands it on. A claim is listed whatever the task's status, as
+// long as it is not closed; the requeue's own checks say whether it can run.
+// Sorted by plan key.
+func (t *Tx) RequeueClaims() ([]string, error) {
+	return t.planKeys(`SELECT plan_key FROM tasks WHERE requeue_pending = 1 AND status NOT IN (?, ?) ORDER BY plan_key`,
+		words.StatusMerged, words.StatusCancelled)
+}
+
+// planKeys runs a query whose one column is a plan key.
+func (t *Tx) planKeys(q string, args ...any) ([]string, error) {
+	rows, err := t.query(q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,11 @@ type Task struct {
 	// evidence), from OwedAttempt's run; "" when none is owed.
 	OwedFinding string
 	OwedAttempt string
+	// RunReviewVersion is the review version the task's plan run was
+	// admitted against, from the admission of its first item until it
+	// finishes; nil when no run was admitted since the last one finished
+	// (or before schema v11).
+	RunReviewVersion *int
 }
 
 // NoCode is referenced_code_hash's default: no code recorded for the task
@@ -113,18 +118,22 @@ type Attempt struct {
 
 const taskCols = `plan_key, status, requeue_pending, rebase_in_progress, budget_deadline, cancel_requested,
 	state_version, context_generation, assignment_id, referenced_code_hash, current_attempt_id, created_at, updated_at,
-	owed_finding, owed_attempt`
+	owed_finding, owed_attempt, run_review_version`
 
 func scanTask(row interface{ Scan(...any) error }) (Task, error) {
 	var t Task
 	var rebase, cancel, current, owed, owedAttempt sql.NullString
-	var budget sql.NullInt64
+	var budget, runReview sql.NullInt64
 	var created, updated int64
 	err := row.Scan(&t.PlanKey, &t.Status, &t.RequeuePending, &rebase, &budget, &cancel,
 		&t.StateVersion, &t.ContextGeneration, &t.AssignmentID, &t.ReferencedCodeHash, &current, &created, &updated,
-		&owed, &owedAttempt)
+		&owed, &owedAttempt, &runReview)
 	if err != nil {
 		return t, err
+	}
+	if runReview.Valid {
+		v := int(runReview.Int64)
+		t.RunReviewVersion = &v
 	}
 	t.RebaseInProgress, t.CancelRequested, t.CurrentAttemptID = rebase.String, cancel.String, current.String
 	t.OwedFinding, t.OwedAttempt = owed.String, owedAttempt.String

@@ -32,10 +32,18 @@ package store
 // of merge_attempts (the pull request and head it merges, the review
 // version it was admitted at, the user action whose saved response its
 // outcome updates, its reason, and requiresFreshReview). v9 → v10 is
-// migrateV9 (addMergeColumns, then the new tables).
-const schemaVersion = 10
+// migrateV9 (addMergeColumns, then the new tables). Version 11 adds
+// tasks.run_review_version (issue 19): the review version a plan run was
+// admitted against, set by the transaction that admits a run's first item
+// and cleared when the run finishes. A run lives only in memory; this one
+// durable fact is what lets startup recovery tell a run that a crash or a
+// shutdown cut between two items (go on, against that same version) from a
+// task at rest, and lets I3's requeue apply the very check the run's next
+// item would have met. v10 → v11 is migrateV10 (taskColumns, which every
+// migration adds).
+const schemaVersion = 11
 
-// schema is the whole v10 schema. Times are Unix milliseconds from the injected
+// schema is the whole v11 schema. Times are Unix milliseconds from the injected
 // clock, so that simulated runs are repeatable.
 const schema = `
 CREATE TABLE plans (
@@ -113,6 +121,7 @@ CREATE TABLE tasks (
 	updated_at           INTEGER NOT NULL,
 	owed_finding         TEXT,
 	owed_attempt         TEXT,
+	run_review_version   INTEGER,
 	FOREIGN KEY (plan_key, current_attempt_id) REFERENCES attempts(plan_key, id) DEFERRABLE INITIALLY DEFERRED
 );
 CREATE TABLE attempts (

@@ -219,7 +219,7 @@ func TestOpenRefusesASchemaItCannotComplete(t *testing.T) {
 		name, setup, want string
 		sameTables        bool
 	}{
-		{"v10 with an older attempts table", `CREATE TABLE attempts (id TEXT PRIMARY KEY); PRAGMA user_version = 10;`, "complete the v10 schema", false},
+		{"v11 with an older attempts table", `CREATE TABLE attempts (id TEXT PRIMARY KEY); PRAGMA user_version = 11;`, "complete the v11 schema", false},
 		{"v9 with another questions table", `CREATE TABLE questions (id TEXT PRIMARY KEY); PRAGMA user_version = 9;`, "migrate v9", true},
 		{"v8 with another checkpoints table", `CREATE TABLE checkpoints (attempt_id TEXT PRIMARY KEY); PRAGMA user_version = 8;`, "migrate v8", true},
 		{"v7 without tasks", `CREATE TABLE plans (key TEXT PRIMARY KEY); PRAGMA user_version = 7;`, "migrate v7", true},

@@ -21,7 +21,7 @@ func init() {
 			Summary: "the user's \"resume\", as a user action: continues the plan run at the first item with no completed execute attempt at the current revision, claiming a recovery requeue by compare-and-swap",
 			Example: "resume T1 as=B", Run: cmdPlanAction("resume")},
 		Command{Name: "requeue", Usage: "[!] requeue TASK [as=NAME]",
-			Summary: "lane I3's requeue of a task recovery listed: Resume's admission made by codeboost, against the task's present versions, claiming requeue_pending by the same compare-and-swap",
+			Summary: "lane I3's requeue of a task recovery listed: Resume's admission made by codeboost, against the task's present state version and the review version its plan run was admitted at, claiming requeue_pending by the same compare-and-swap",
 			Example: "requeue T1 as=B", Run: cmdRequeue},
 		Command{Name: "approve", Usage: "[!] approve TASK [item=N]",
 			Summary: "a person approves one item (default: every item) of the current revision at the current snapshot; each approval takes the next review version",
