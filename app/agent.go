@@ -73,8 +73,9 @@ type OpenEngine func(ctx context.Context, runnerRoot string, log *slog.Logger) (
 // is refused: "The composed deps accept execute and credential-free check
 // attempts (RunnerDeps.kinds); admission refuses every other kind before
 // it writes anything." Questions and planning go through their own
-// coordinators, which this build does not have yet. The demo's simulated
-// agent writes nothing real, so it runs every kind.
+// coordinators (ask, suggest with planning), which run their read-only
+// attempts on D under owner tokens of their own, not through this runner.
+// The demo's simulated agent writes nothing real, so it runs every kind.
 func (a *App) kinds() (kinds []string, why string) {
 	if a.opt.Demo {
 		return nil, ""

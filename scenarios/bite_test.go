@@ -99,7 +99,8 @@ func TestScenariosBite(t *testing.T) {
 // whose index in name order is i modulo n. A mutant costs a build and a
 // link of its test binaries (about 4 s of CPU each here), so the 200-odd
 // of them take longer than a CI run may; CI builds one shard a run
-// (make test: one in twelve), turning with the commit count, and
+// (make test: one in the Makefile's BITE_SHARDS), turning with the commit
+// count, and
 // `make bite` builds them all. Every
 // mutant is still checked to apply (TestMutantsApply) and to be claimed
 // (TestEveryMutantIsKilled) on every run.
