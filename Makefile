@@ -81,12 +81,16 @@ test:
 docker:
 	$(GO) test -count=1 -timeout 20m $(DOCKER_PKGS)
 
-# soak is the end-to-end cycle of `codeboost serve` on Docker (import,
-# start, a completed item, cancel, clean shutdown, kill -9 and restart) 20
-# times in a row; CI runs it once, as part of make test.
+# soak runs, SOAK times in a row, the end-to-end cycle of `codeboost serve`
+# on Docker (import, start, a completed item, cancel, clean shutdown, kill
+# -9 and restart) and the kill soak (serve killed with SIGKILL at ten
+# points from admission to commit extraction and restarted each time:
+# every restart leaves the task where the requeue or a person can move it,
+# never running with nothing running); CI runs each once, as part of make
+# test.
 SOAK ?= 20
 soak:
-	CODEBOOST_SOAK=$(SOAK) $(GO) test -count=1 -timeout 90m -run TestServeRunsAPlanInContainers -v ./e2e
+	CODEBOOST_SOAK=$(SOAK) $(GO) test -count=1 -timeout 90m -run 'TestServeRunsAPlanInContainers|TestServeKilledAtEachPoint' -v ./e2e
 
 # leaks fails if any container, volume or network carries a codeboost label
 # (io.codeboost.*): CI runs it after the tests.
