@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,24 +72,7 @@ const twoEdits = `{
 // nothing left on the engine and the user's repository unchanged.
 func TestServeKilledAtEachPoint(t *testing.T) {
 	cli, agent, bin := begin(t)
-	rounds := 1
-	if s := os.Getenv("CODEBOOST_SOAK"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("CODEBOOST_SOAK=%q is not a positive count", s)
-		}
-		rounds = n
-	}
-	for i := 1; i <= rounds; i++ {
-		t.Run(fmt.Sprintf("round-%d", i), func(t *testing.T) {
-			began := time.Now()
-			killAtEachPoint(t, cli, bin, agent)
-			t.Logf("round %d took %v", i, time.Since(began).Round(time.Millisecond))
-		})
-		if t.Failed() {
-			return
-		}
-	}
+	soak(t, func(t *testing.T) { killAtEachPoint(t, cli, bin, agent) })
 }
 
 func killAtEachPoint(t *testing.T, cli *client.Client, bin, agent string) {

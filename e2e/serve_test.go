@@ -39,6 +39,12 @@ import (
 // and the user's repository is byte-for-byte unchanged.
 func TestServeRunsAPlanInContainers(t *testing.T) {
 	cli, agent, bin := begin(t)
+	soak(t, func(t *testing.T) { cycle(t, cli, bin, agent) })
+}
+
+// soak runs round CODEBOOST_SOAK times (once by default), each a subtest
+// of its own, and stops at the first that fails.
+func soak(t *testing.T, round func(t *testing.T)) {
 	rounds := 1
 	if s := os.Getenv("CODEBOOST_SOAK"); s != "" {
 		n, err := strconv.Atoi(s)
@@ -50,7 +56,7 @@ func TestServeRunsAPlanInContainers(t *testing.T) {
 	for i := 1; i <= rounds; i++ {
 		t.Run(fmt.Sprintf("round-%d", i), func(t *testing.T) {
 			began := time.Now()
-			cycle(t, cli, bin, agent)
+			round(t)
 			t.Logf("round %d took %v", i, time.Since(began).Round(time.Millisecond))
 		})
 		if t.Failed() {
