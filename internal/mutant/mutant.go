@@ -36,6 +36,11 @@ type Edit struct {
 	// file as earlier edits of the same mutant left it. Named mutants leave
 	// it zero and keep the exactly-once rule.
 	Line int
+	// Anchor, when set, names the declaration that must hold Original
+	// (see AnchorAt): "func Coordinator.abortRebases", "const schema",
+	// FileAnchor. A named mutant's file gives it on an "in:" line; the
+	// sweep's edits, placed by Line, leave it empty.
+	Anchor string
 }
 
 // Mutant is one reintroduced bug.
@@ -48,13 +53,19 @@ type Mutant struct {
 }
 
 // Parse reads a mutant file. Its comment section starts with
-// "mutant/<name>: <the bug>", then a "breaks: <contract sentence>" line;
-// its files come in pairs, "-- <path>: original --" followed by
-// "-- <path>: mutant --".
+// "mutant/<name>: <the bug>", then a "breaks: <contract sentence>" line,
+// then one "in: <path> <anchor>" line for each block, in block order,
+// naming the declaration that holds the block's original lines
+// ("in: runner/recovery.go func Coordinator.abortRebases"; the path alone
+// for FileAnchor). A file without "in:" lines still loads, unanchored;
+// the reanchor command adds them. Its files come in pairs,
+// "-- <path>: original --" followed by "-- <path>: mutant --".
 func Parse(path string, data []byte) (Mutant, error) {
 	ar := txtar.Parse(data)
 	m := Mutant{Path: path}
 	base := strings.TrimSuffix(filepath.Base(path), ".txtar")
+	type in struct{ file, anchor string }
+	var ins []in
 	for _, line := range strings.Split(string(ar.Comment), "\n") {
 		line = strings.TrimSpace(strings.TrimPrefix(line, "#"))
 		switch {
@@ -63,6 +74,15 @@ func Parse(path string, data []byte) (Mutant, error) {
 			m.Name, m.What = strings.TrimSpace(name), strings.TrimSpace(what)
 		case strings.HasPrefix(line, "breaks:"):
 			m.Breaks = strings.TrimSpace(strings.TrimPrefix(line, "breaks:"))
+		case strings.HasPrefix(line, "in:"):
+			file, anchor, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "in:")), " ")
+			if anchor = strings.TrimSpace(anchor); anchor == "" {
+				anchor = FileAnchor
+			}
+			if err := validAnchor(anchor); err != nil {
+				return m, fmt.Errorf("%s: %q: %v", path, line, err)
+			}
+			ins = append(ins, in{file, anchor})
 		}
 	}
 	switch {
@@ -88,6 +108,18 @@ func Parse(path string, data []byte) (Mutant, error) {
 			return m, fmt.Errorf("%s: the mutant lines of %s are the original lines", path, file)
 		}
 		m.Edits = append(m.Edits, Edit{File: file, Original: string(o.Data), Replacement: string(r.Data)})
+	}
+	if len(ins) == 0 {
+		return m, nil
+	}
+	if len(ins) != len(m.Edits) {
+		return m, fmt.Errorf("%s: %d \"in:\" lines for %d blocks: want one for each block, in order (go run ./internal/mutant/cmd/reanchor -write rewrites them)", path, len(ins), len(m.Edits))
+	}
+	for i, in := range ins {
+		if in.file != m.Edits[i].File {
+			return m, fmt.Errorf("%s: \"in:\" line %d names %s, but block %d is in %s", path, i+1, in.file, i+1, m.Edits[i].File)
+		}
+		m.Edits[i].Anchor = in.anchor
 	}
 	return m, nil
 }
@@ -142,6 +174,11 @@ func (m Mutant) Mutate(root string) (map[string][]byte, error) {
 			}
 			at = first
 		}
+		if e.Anchor != "" {
+			if got := AnchorAt(e.File, src, at, at+len(e.Original)); got != e.Anchor {
+				return nil, fmt.Errorf("mutant %s no longer applies to %s: its original lines are in %s, not in %s (a move or rename? go run ./internal/mutant/cmd/reanchor):\n%s", m.Name, e.File, describe(got), describe(e.Anchor), e.Original)
+			}
+		}
 		var b bytes.Buffer
 		b.Write(src[:at])
 		b.WriteString(e.Replacement)
@@ -149,6 +186,14 @@ func (m Mutant) Mutate(root string) (map[string][]byte, error) {
 		out[e.File] = b.Bytes()
 	}
 	return out, nil
+}
+
+// describe says where an anchor is, for a person.
+func describe(anchor string) string {
+	if anchor == FileAnchor {
+		return "no single declaration"
+	}
+	return anchor
 }
 
 // countLines counts the occurrences of lines in src that start at a line

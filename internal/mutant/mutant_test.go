@@ -154,3 +154,70 @@ func TestLineEdit(t *testing.T) {
 		t.Errorf("no line: err = %v", err)
 	}
 }
+
+// An anchored mutant applies only where its "in:" line says: lines that are
+// still exactly once in the file but now in another function (a guard
+// moved into a helper, say) no longer apply, naming both, so that the
+// mutant cannot silently break something else.
+func TestAnchoredNoLongerApplies(t *testing.T) {
+	text := strings.Replace(sample, "breaks: ", "in: a/x.go func admit\nbreaks: ", 1)
+	m, err := Parse("slot.txtar", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Edits[0].Anchor != "func admit" {
+		t.Fatalf("anchor %q", m.Edits[0].Anchor)
+	}
+	root := writeTree(t, map[string]string{"a/x.go": "package a\n\nfunc admit() {\n\tif used >= max {\n\t}\n}\n"})
+	if _, err := m.Mutate(root); err != nil {
+		t.Fatal(err)
+	}
+	root = writeTree(t, map[string]string{"a/x.go": "package a\n\nfunc admit() {\n\tcheck()\n}\n\nfunc check() {\n\tif used >= max {\n\t}\n}\n"})
+	_, err = m.Mutate(root)
+	if err == nil || !strings.Contains(err.Error(), "mutant mutant/slot no longer applies to a/x.go: its original lines are in func check, not in func admit") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestAnchorAt(t *testing.T) {
+	src := "package a\n\nimport \"fmt\"\n\n// T is a thing.\ntype T struct{}\n\n// M does it.\nfunc (t *T) M() {\n\tfmt.Println()\n}\n\nvar (\n\tx = 1\n\ty = 2\n)\n\nconst z = `\nSELECT 1\n`\n"
+	for lines, want := range map[string]string{
+		"\tfmt.Println()\n":     "func T.M",
+		"// M does it.\n":       "func T.M",
+		"\ty = 2\n":             "var y",
+		"\tx = 1\n\ty = 2\n":    "var x",
+		"SELECT 1\n":            "const z",
+		"import \"fmt\"\n":      "import",
+		"type T struct{}\n":     "type T",
+		"}\n\nvar (\n":          FileAnchor,
+		"package a\n":           FileAnchor,
+		"\tx = 1\n\ty = 2\n)\n": "var x",
+	} {
+		at := strings.Index(src, lines)
+		if got := AnchorAt("a/x.go", []byte(src), at, at+len(lines)); got != want {
+			t.Errorf("%q: %q, want %q", lines, got, want)
+		}
+	}
+	if got := AnchorAt("a/x.js", []byte("function f() {\n}\n"), 0, 5); got != FileAnchor {
+		t.Errorf("a JavaScript file: %q", got)
+	}
+}
+
+func TestParseRefusesBadAnchors(t *testing.T) {
+	for name, in := range map[string]string{
+		"another file":  "in: a/y.go func admit\n",
+		"two for one":   "in: a/x.go func admit\nin: a/x.go func admit\n",
+		"no such kind":  "in: a/x.go fn admit\n",
+		"name with gap": "in: a/x.go func ad mit\n",
+	} {
+		text := strings.Replace(sample, "breaks: ", in+"breaks: ", 1)
+		if _, err := Parse("slot.txtar", []byte(text)); err == nil {
+			t.Errorf("%s: parsed without error", name)
+		}
+	}
+	// The path alone is the file anchor, as for a file that is not Go.
+	m, err := Parse("slot.txtar", []byte(strings.Replace(sample, "breaks: ", "in: a/x.go\nbreaks: ", 1)))
+	if err != nil || m.Edits[0].Anchor != FileAnchor {
+		t.Fatalf("path alone: %v, %+v", err, m.Edits)
+	}
+}
