@@ -1,7 +1,7 @@
 # codeboost: the two commands a new user needs are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build test fuzz fuzz-parse scenarios vet staticcheck bite bench demo replay race mutate mutate-all docker soak leaks
+.PHONY: build test fuzz fuzz-parse scenarios vet staticcheck bite reanchor bench demo replay race mutate mutate-all docker soak leaks
 
 # staticcheck is pinned; `go run pkg@version` fetches it from the module proxy.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -113,6 +113,14 @@ fuzz-parse:
 # bite runs only the bite test: every named mutant against what claims it.
 bite:
 	$(GO) test -count=1 -timeout 20m ./scenarios -run 'TestScenariosBite|TestEveryMutantIsKilled|TestMutantsApply' -v
+
+# reanchor follows the named mutants after code moves: each block's "in:"
+# line names its function, and a function moved to another file of its
+# package or renamed takes its blocks along (the mutant files' "in:" lines
+# and block paths are rewritten). It lists, and fails on, the blocks whose
+# lines changed: those a person rewrites.
+reanchor:
+	$(GO) run ./internal/mutant/cmd/reanchor -write
 
 scenarios:
 	$(GO) test ./scenarios -v -run 'TestScenarios$$'

@@ -220,11 +220,20 @@ func TestEveryMutantIsKilled(t *testing.T) {
 }
 
 // TestMutantsApply checks every mutant file still applies to the tree
-// without building it, so a stale one is named even under -short.
+// without building it, so a stale one is named even under -short. Every
+// block names the declaration that holds it (its "in:" line), so that a
+// mutant follows its function when the code moves (make reanchor) and
+// stops applying when its lines land in another one.
 func TestMutantsApply(t *testing.T) {
 	for _, m := range loadMutants(t) {
 		if _, err := m.Mutate(moduleRoot); err != nil {
 			t.Error(err)
+		}
+		for i, e := range m.Edits {
+			if e.Anchor == "" {
+				t.Errorf("%s: block %d (%s) names no declaration: add the \"in:\" lines with make reanchor", m.Path, i+1, e.File)
+				break
+			}
 		}
 	}
 }
