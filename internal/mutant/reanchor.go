@@ -3,9 +3,12 @@ package mutant
 import (
 	"bytes"
 	"fmt"
+	"go/ast"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -20,6 +23,10 @@ type Placement struct {
 	// Why says what moved (empty when nothing did), or, for a block that
 	// cannot be placed, why not.
 	Why string
+	// NewOriginal and NewReplacement, when set, are the block's lines with
+	// a renamed declaration's new name (ReanchorAll).
+	NewOriginal, NewReplacement string
+	renamed                     bool // placed by its lines, its anchor's name gone
 }
 
 // Placed reports whether the block was found.
@@ -27,7 +34,79 @@ func (p Placement) Placed() bool { return p.NewFile != "" }
 
 // Changed reports whether the mutant file must change for the block.
 func (p Placement) Changed() bool {
-	return p.Placed() && (p.NewFile != p.File || p.NewAnchor != p.Anchor)
+	return p.Placed() && (p.NewFile != p.File || p.NewAnchor != p.Anchor || p.NewOriginal != "")
+}
+
+// ReanchorAll places the blocks of every mutant (Reanchor), then follows
+// the renames it found into the blocks it could not place: a block whose
+// lines name a renamed declaration (a call of a renamed function, say) is
+// tried again with the new name in its original and mutant lines, and,
+// placed so, is rewritten with it. A rename is known only from a block that
+// pins the renamed declaration's own lines.
+func ReanchorAll(root string, ms []Mutant) [][]Placement {
+	type rename struct{ pkg, old, new string }
+	var renames []rename
+	seen := map[rename]bool{}
+	out := make([][]Placement, len(ms))
+	for i, m := range ms {
+		out[i] = Reanchor(root, m)
+		for _, p := range out[i] {
+			r := rename{path.Dir(p.NewFile), shortName(p.Anchor), shortName(p.NewAnchor)}
+			if p.renamed && r.old != "" && r.new != "" && r.old != r.new && !seen[r] {
+				seen[r] = true
+				renames = append(renames, r)
+			}
+		}
+	}
+	for i, m := range ms {
+		retry, tried := m, false
+		retry.Edits = slices.Clone(m.Edits)
+		for j, p := range out[i] {
+			if p.Placed() {
+				continue
+			}
+			e := &retry.Edits[j]
+			for _, r := range renames {
+				if path.Dir(e.File) != r.pkg && !ast.IsExported(r.old) {
+					continue
+				}
+				word := regexp.MustCompile(`\b` + regexp.QuoteMeta(r.old) + `\b`)
+				if word.MatchString(e.Original) {
+					e.Original = word.ReplaceAllLiteralString(e.Original, r.new)
+					e.Replacement = word.ReplaceAllLiteralString(e.Replacement, r.new)
+					tried = true
+				}
+			}
+		}
+		if !tried {
+			continue
+		}
+		again := Reanchor(root, retry)
+		for j, p := range again {
+			if out[i][j].Placed() || !p.Placed() {
+				continue
+			}
+			e := retry.Edits[j]
+			p.NewOriginal, p.NewReplacement = e.Original, e.Replacement
+			why := "its lines name a renamed declaration: rewritten with the new name"
+			if p.Why != "" {
+				why += "; " + p.Why
+			}
+			p.Why = why
+			out[i][j] = p
+		}
+	}
+	return out
+}
+
+// shortName is the identifier an anchor declares: "abortRebases" for
+// "func Coordinator.abortRebases", "" for FileAnchor and "import".
+func shortName(anchor string) string {
+	_, name, ok := strings.Cut(anchor, " ")
+	if !ok {
+		return ""
+	}
+	return name[strings.LastIndex(name, ".")+1:]
 }
 
 // Reanchor finds each block of m in the tree at root, in order, each in
@@ -136,6 +215,7 @@ func place(root string, e Edit, p *Placement, read func(string) ([]byte, error))
 				p.Why += " in " + file
 			}
 			p.Why += " (renamed?)"
+			p.renamed = true
 			return off
 		}
 	}
@@ -217,25 +297,41 @@ func Rewrite(data []byte, ps []Placement) ([]byte, error) {
 	if !wrote {
 		return nil, fmt.Errorf("no \"breaks:\" line to put the \"in:\" lines after")
 	}
-	block := 0
+	block, skip := 0, false
 	for ; i < len(lines); i++ {
 		l := lines[i]
-		if isMarker(l) {
-			name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(l), "-- "), " --")
-			if file, ok := strings.CutSuffix(name, ": original"); ok {
-				block++
-				if block > len(ps) || ps[block-1].File != file {
-					return nil, fmt.Errorf("block %d is in %s, not as placed", block, file)
-				}
+		if !isMarker(l) {
+			if !skip {
+				out.WriteString(l)
 			}
-			if block > 0 && block <= len(ps) {
-				p := ps[block-1]
-				if p.Placed() && p.NewFile != p.File {
-					l = strings.Replace(l, "-- "+p.File+": ", "-- "+p.NewFile+": ", 1)
-				}
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(l), "-- "), " --")
+		file, original := strings.CutSuffix(name, ": original")
+		if original {
+			block++
+			if block > len(ps) || ps[block-1].File != file {
+				return nil, fmt.Errorf("block %d is in %s, not as placed", block, file)
 			}
 		}
+		skip = false
+		if block == 0 || block > len(ps) {
+			out.WriteString(l)
+			continue
+		}
+		p := ps[block-1]
+		if p.Placed() && p.NewFile != p.File {
+			l = strings.Replace(l, "-- "+p.File+": ", "-- "+p.NewFile+": ", 1)
+		}
 		out.WriteString(l)
+		if p.Placed() && p.NewOriginal != "" {
+			if original {
+				out.WriteString(p.NewOriginal)
+			} else {
+				out.WriteString(p.NewReplacement)
+			}
+			skip = true
+		}
 	}
 	if block != len(ps) {
 		return nil, fmt.Errorf("%d blocks, %d placements", block, len(ps))

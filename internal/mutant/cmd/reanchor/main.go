@@ -3,7 +3,8 @@
 // declaration that holds its original lines (its "in:" line), and after a
 // function moves to another file of its package, or is renamed, reanchor
 // finds the block again and, with -write, rewrites the mutant file's "in:"
-// lines and block paths (nothing else). A block whose lines it cannot place
+// lines and block paths (and, in a block whose lines name a renamed
+// declaration, that name; nothing else). A block whose lines it cannot place
 // exactly once is listed for a person, and it exits 1. Without -write it
 // only reports. A mutant file without "in:" lines gets them.
 //
@@ -42,8 +43,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var blocks, moved, unplaced, files int
-	for _, m := range ms {
-		ps := mutant.Reanchor(*root, m)
+	all := mutant.ReanchorAll(*root, ms)
+	for i, m := range ms {
+		ps := all[i]
 		changed := false
 		for _, p := range ps {
 			blocks++
