@@ -118,7 +118,8 @@ bite:
 # line names its function, and a function moved to another file of its
 # package or renamed takes its blocks along (the mutant files' "in:" lines
 # and block paths are rewritten). It lists, and fails on, the blocks whose
-# lines changed: those a person rewrites.
+# lines changed and the moved mutants that no longer compile: those a
+# person rewrites.
 reanchor:
 	$(GO) run ./internal/mutant/cmd/reanchor -write
 

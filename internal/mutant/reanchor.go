@@ -99,6 +99,23 @@ func ReanchorAll(root string, ms []Mutant) [][]Placement {
 	return out
 }
 
+// Moved is m with its blocks where ps, Reanchor's placements of them, put
+// them; a block not placed stays as it was.
+func Moved(m Mutant, ps []Placement) Mutant {
+	m.Edits = slices.Clone(m.Edits)
+	for i, p := range ps {
+		if !p.Placed() {
+			continue
+		}
+		e := &m.Edits[i]
+		e.File, e.Anchor = p.NewFile, p.NewAnchor
+		if p.NewOriginal != "" {
+			e.Original, e.Replacement = p.NewOriginal, p.NewReplacement
+		}
+	}
+	return m
+}
+
 // shortName is the identifier an anchor declares: "abortRebases" for
 // "func Coordinator.abortRebases", "" for FileAnchor and "import".
 func shortName(anchor string) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -49,6 +50,38 @@ func BuildTestFlags(ctx context.Context, root, pkg, overlay, out string, flags .
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go test -c %s: %v\n%s", pkg, err, b)
+	}
+	return nil
+}
+
+// Compiles builds every Go package m touches under its overlay, without
+// linking or testing; the error is the compiler's. The reanchor command
+// checks a mutant it moved with it: a block moved into another file can
+// leave that file an unused import (the mutant lines drop its only use).
+// internal/mutate's Compiles does the same for one package and could call
+// this.
+func (m Mutant) Compiles(ctx context.Context, root string) error {
+	dir, err := os.MkdirTemp("", "mutant-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	overlay, err := m.Overlay(root, dir)
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, f := range m.Files() {
+		pkg := "./" + path.Dir(f)
+		if !strings.HasSuffix(f, ".go") || seen[pkg] {
+			continue
+		}
+		seen[pkg] = true
+		cmd := exec.CommandContext(ctx, GoCommand(), "build", "-overlay", overlay, "-o", os.DevNull, pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		}
 	}
 	return nil
 }

@@ -104,7 +104,7 @@ func Admit(used, max int) bool {
 // that pins the caller; every mutant applies again.
 func TestMoveAndRename(t *testing.T) {
 	root := copyMod(t)
-	if out, rc := reanchor(t, root); rc != 0 || !strings.Contains(out, "4 mutants, 5 blocks: 5 in place, 0 to re-anchor") {
+	if out, rc := reanchor(t, root); rc != 0 || !strings.Contains(out, "5 mutants, 6 blocks: 6 in place, 0 to re-anchor") {
 		t.Fatalf("before the move: rc %d\n%s", rc, out)
 	}
 	edit(t, root, "p/a.go", admitFunc, "")
@@ -116,9 +116,10 @@ func TestMoveAndRename(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	moved := map[string]bool{"mutant/admit-no-room-check": true, "mutant/settle-keeps-negative": true, "mutant/stop-settles-less": true}
 	for _, m := range ms {
-		if _, err := m.Mutate(root); m.Name != "mutant/limit-too-high" && m.Name != "mutant/settle-keeps-negative" && err == nil {
-			t.Errorf("%s applies after its function moved", m.Name)
+		if _, err := m.Mutate(root); (err == nil) == moved[m.Name] {
+			t.Errorf("%s: moved %v, Mutate error %v", m.Name, moved[m.Name], err)
 		}
 	}
 
@@ -162,7 +163,7 @@ in: p/c.go func Admit
 		t.Errorf("stop-settles-less.txtar:\n%s", got)
 	}
 	applies(t, root)
-	if out, rc := reanchor(t, root); rc != 0 || !strings.Contains(out, "5 in place") {
+	if out, rc := reanchor(t, root); rc != 0 || !strings.Contains(out, "6 in place") {
 		t.Fatalf("after -write: rc %d\n%s", rc, out)
 	}
 }
@@ -195,4 +196,27 @@ func TestLinesInAnotherFunction(t *testing.T) {
 		t.Fatalf("rc %d:\n%s", rc, out)
 	}
 	applies(t, root)
+}
+
+// A mutant moved with its function to a file where its lines drop the
+// file's only use of an import no longer compiles: the command builds what
+// it moved and lists that mutant for a person, exiting 1, as the bite test
+// would ("does not build") only after minutes.
+func TestMovedMutantThatNoLongerCompiles(t *testing.T) {
+	root := copyMod(t)
+	name := "// Name is a trimmed name.\nfunc Name(s string) string {\n\treturn strings.TrimSpace(s)\n}\n\n"
+	edit(t, root, "p/name.go", name, "")
+	write(t, root, "p/d.go", "package p\n\nimport \"strings\"\n\n"+name)
+	out, rc := reanchor(t, root, "-write")
+	if rc != 1 || !strings.Contains(out, "name-not-trimmed.txtar: placed, but it no longer compiles there") ||
+		!strings.Contains(out, `"strings" imported and not used`) || !strings.Contains(out, "1 moved mutants to fix by hand") {
+		t.Fatalf("rc %d, want 1:\n%s", rc, out)
+	}
+	// The block is still re-anchored: only its mutant lines need a person.
+	if got := read(t, root, "scenarios/mutants/name-not-trimmed.txtar"); !strings.Contains(got, "in: p/d.go func Name\n-- p/d.go: original --") {
+		t.Errorf("name-not-trimmed.txtar:\n%s", got)
+	}
+	if out, rc := reanchor(t, root, "-build=false"); rc != 0 {
+		t.Errorf("-build=false: rc %d\n%s", rc, out)
+	}
 }
