@@ -3,8 +3,10 @@
 // `go build -overlay` file that swaps each touched file for a mutated copy.
 //
 // Named mutants are data next to the scenarios (scenarios/mutants/*.txtar):
-// each holds the exact original lines of one or more files and the lines that
-// reintroduce a bug, with the contract sentence the bug breaks. The automatic
+// each holds the exact original lines of one or more files, the declaration
+// that holds each block of them (so that cmd/reanchor can follow it when the
+// code moves), and the lines that reintroduce a bug, with the contract
+// sentence the bug breaks. The automatic
 // mutation sweep (internal/mutate) makes the same Mutant values from
 // operators. Production code never carries a mutant switch; this package is
 // the only place that knows how mutants are applied.

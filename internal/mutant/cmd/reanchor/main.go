@@ -10,7 +10,7 @@
 // packages under its overlay), and it exits 1. Without -write it only
 // reports. A mutant file without "in:" lines gets them.
 //
-//	go run ./internal/mutant/cmd/reanchor [-write] [-root .] [-dir scenarios/mutants]
+//	go run ./internal/mutant/cmd/reanchor [-write] [-build=false] [-root .] [-dir scenarios/mutants]
 package main
 
 import (
@@ -43,6 +43,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		*dir = filepath.Join(*root, "scenarios", "mutants")
 	}
 	ms, err := mutant.LoadDir(*dir)
+	if err == nil && len(ms) == 0 {
+		err = fmt.Errorf("no mutant files (*.txtar) in %s: run it from the module root, or give -root", *dir)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "reanchor:", err)
 		return 2

@@ -220,3 +220,12 @@ func TestMovedMutantThatNoLongerCompiles(t *testing.T) {
 		t.Errorf("-build=false: rc %d\n%s", rc, out)
 	}
 }
+
+// Run from a directory without mutants, it says so instead of reporting
+// zero of them as all in place.
+func TestNoMutantsIsAnError(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if rc := run([]string{"-root", t.TempDir()}, &out, &errOut); rc != 2 || !strings.Contains(errOut.String(), "no mutant files") {
+		t.Fatalf("rc %d: %s%s", rc, out.String(), errOut.String())
+	}
+}
