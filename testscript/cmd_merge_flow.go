@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -24,38 +25,38 @@ import (
 
 func init() {
 	register(
-		Command{Name: "gh-pr", Usage: "gh-pr TASK N [head=H] [state=open|closed] [merged=true] [mergeable=true|false|unknown] [draft=true]",
+		Command{Name: "gh-pr", Kind: Action, Keys: []Key{K("head", Text), K("state", Enum("open", "closed")), K("merged", Enum("true")), K("mergeable", Enum("true", "false", "unknown")), K("draft", Enum("true"))}, Usage: "gh-pr TASK N [head=H] [state=open|closed] [merged=true] [mergeable=true|false|unknown] [draft=true]",
 			Summary: "sets (or replaces, from these arguments alone) the task's pull request on the simulated GitHub (repository owner/TASK, number N; a head that is not 40 hex is hashed to one) and names it as the task's pull request",
 			Example: "gh-pr T1 7 head=h1", Run: cmdGHPR},
-		Command{Name: "gh-issue", Usage: "gh-issue TASK N [title=T] [body=B] [fails=MESSAGE]",
+		Command{Name: "gh-issue", Kind: Action, Keys: []Key{K("title", Text), K("body", Text), K("fails", Text)}, Usage: "gh-issue TASK N [title=T] [body=B] [fails=MESSAGE]",
 			Summary: "sets the task's issue on the simulated GitHub (owner/TASK, number N) and names it as the issue live planning reads before each start; with fails, every read of it fails with MESSAGE",
 			Example: "gh-issue T1 3 'title=Crash on empty input' fails=timeout", Run: cmdGHIssue},
-		Command{Name: "gh-next-merge", Usage: "gh-next-merge merged|queued|refused|unknown|unknown-merged...",
+		Command{Name: "gh-next-merge", Kind: Action, Usage: "gh-next-merge merged|queued|refused|unknown|unknown-merged...",
 			Summary: "queues what the next merge commands answer (default merged); unknown is no answer with nothing merged, unknown-merged no answer although GitHub merged",
 			Example: "gh-next-merge unknown-merged", Run: cmdGHNextMerge},
-		Command{Name: "gh-hold", Usage: "gh-hold TASK",
+		Command{Name: "gh-hold", Kind: Action, Usage: "gh-hold TASK",
 			Summary: "holds the next reads of the task's pull request made on a request's goroutine until gh-release (the merge's own calls are never held: use at merge/before-final-reread)",
 			Example: "gh-hold T1", Run: cmdGHHold},
-		Command{Name: "gh-release", Usage: "gh-release TASK",
+		Command{Name: "gh-release", Kind: Action, Usage: "gh-release TASK",
 			Summary: "lets the held reads of the task's pull request answer",
 			Example: "gh-release T1", Run: cmdGHRelease},
-		Command{Name: "merge-click", Usage: "[!] merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
+		Command{Name: "merge-click", Kind: Action, Keys: []Key{K("as", Name), K("action", ActionName), K("sv", Int), K("rv", Int)}, Usage: "[!] merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
 			Summary: "a merge click straight at the merge coordinator: its GitHub read, then the user action (beginMergeAttempt and its guards), then the final check, the boundary and the merge command; names the attempt",
 			Example: "merge-click T1 as=M action=m1", Run: cmdMergeClick},
-		Command{Name: "merge-status", Usage: "[!] merge-status TASK",
+		Command{Name: "merge-status", Kind: Action, Usage: "[!] merge-status TASK",
 			Summary: "displayStatus: the task's latest merge attempt, with GitHub read again (and what it shows recorded, through the write gate) while the attempt is in flight; prints it",
 			Example: "merge-status T1", Run: cmdMergeStatus},
-		Command{Name: "merge-stop", Usage: "merge-stop",
+		Command{Name: "merge-stop", Kind: Action, Usage: "merge-stop",
 			Summary: "shutdown step 1's half for merges (no merge is admitted and no merge command is sent after it), then step 3's check whether a merge is still in flight",
 			Example: "merge-stop", Run: cmdMergeStop},
-		Command{Name: "merge-idle", Usage: "[!] merge-idle",
-			Summary: "asserts whether the merge coordinator has stopped and has no merge in flight (shutdown step 3's await)",
-			Example: "merge-idle", Run: cmdMergeIdle},
-		Command{Name: "merge-reconcile", Usage: "[!] merge-reconcile",
+		Command{Name: "merge-reconcile", Kind: Action, Usage: "[!] merge-reconcile",
 			Summary: "the merge coordinator's startup: every merge still submitting or queued is read on GitHub and its outcome recorded",
 			Example: "merge-reconcile", Run: cmdMergeReconcile},
 	)
 }
+
+// mergeAnswers are what sim.GitHub's merge command can answer.
+var mergeAnswers = []string{"merged", "queued", "refused", "unknown", "unknown-merged"}
 
 var hex40 = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
@@ -71,10 +72,9 @@ func sha40(name string) string {
 
 func (s *scenario) taskRepo(name string) string { return "owner/" + strings.ToLower(name) }
 
-func cmdGHPR(ts *gts.TestScript, neg bool, args []string) {
+func cmdGHPR(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 2 {
 		ts.Fatalf("usage: gh-pr TASK N [k=v...]")
 	}
@@ -84,19 +84,19 @@ func cmdGHPR(ts *gts.TestScript, neg bool, args []string) {
 	pr := codehost.PullRequest{Number: n, State: "open", HeadSHA: sha40("head"), BaseRef: "main"}
 	t := true
 	pr.Mergeable = &t
-	if v, ok := a.kv["head"]; ok {
+	if v, ok := a.lookup("head"); ok {
 		pr.HeadSHA = sha40(v)
 	}
-	if v, ok := a.kv["state"]; ok {
+	if v, ok := a.lookup("state"); ok {
 		pr.State = v
 	}
-	if a.kv["merged"] == "true" {
+	if a.str("merged") == "true" {
 		pr.Merged, pr.State = true, "closed"
 	}
-	if a.kv["draft"] == "true" {
+	if a.str("draft") == "true" {
 		pr.Draft = true
 	}
-	switch a.kv["mergeable"] {
+	switch a.str("mergeable") {
 	case "false":
 		f := false
 		pr.Mergeable = &f
@@ -107,24 +107,28 @@ func cmdGHPR(ts *gts.TestScript, neg bool, args []string) {
 	w.TaskPRs[key] = sim.PRRef{Repo: repo, Number: n}
 }
 
-func cmdGHIssue(ts *gts.TestScript, neg bool, args []string) {
+func cmdGHIssue(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 2 {
 		ts.Fatalf("usage: gh-issue TASK N [title=T] [body=B] [fails=MESSAGE]")
 	}
 	n := atoi(ts, "N", a.pos[1])
 	repo := s.taskRepo(a.pos[0])
-	w.GitHub.SetIssue(repo, codehost.Issue{Number: n, Title: a.kv["title"], Body: a.kv["body"], State: "open"}, a.kv["fails"])
+	w.GitHub.SetIssue(repo, codehost.Issue{Number: n, Title: a.str("title"), Body: a.str("body"), State: "open"}, a.str("fails"))
 	w.TaskIssues[s.planKey(ts, a.pos[0])] = sim.PRRef{Repo: repo, Number: n}
 }
 
-func cmdGHNextMerge(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) == 0 {
+func cmdGHNextMerge(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) == 0 {
 		ts.Fatalf("usage: gh-next-merge ANSWER...")
 	}
-	get(ts).world(ts).GitHub.NextMerge(args...)
+	for _, ans := range a.pos {
+		if !slices.Contains(mergeAnswers, ans) {
+			ts.Fatalf("gh-next-merge: answer %q is not one of %s", ans, strings.Join(mergeAnswers, ", "))
+		}
+	}
+	get(ts).world(ts).GitHub.NextMerge(a.pos...)
 }
 
 func (s *scenario) taskPR(ts *gts.TestScript, name string) sim.PRRef {
@@ -135,28 +139,27 @@ func (s *scenario) taskPR(ts *gts.TestScript, name string) sim.PRRef {
 	return r
 }
 
-func cmdGHHold(ts *gts.TestScript, neg bool, args []string) {
+func cmdGHHold(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 1 {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: gh-hold TASK")
 	}
-	r := s.taskPR(ts, args[0])
+	r := s.taskPR(ts, a.pos[0])
 	s.world(ts).GitHub.Hold(r.Repo, r.Number)
 }
 
-func cmdGHRelease(ts *gts.TestScript, neg bool, args []string) {
+func cmdGHRelease(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 1 {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: gh-release TASK")
 	}
-	r := s.taskPR(ts, args[0])
+	r := s.taskPR(ts, a.pos[0])
 	s.world(ts).GitHub.Release(r.Repo, r.Number)
 }
 
-func cmdMergeClick(ts *gts.TestScript, neg bool, args []string) {
+func cmdMergeClick(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]")
 	}
@@ -165,12 +168,12 @@ func cmdMergeClick(ts *gts.TestScript, neg bool, args []string) {
 		ExpectedReviewVersion: s.reviewVersion(ts, key, a)}
 	// A resend of a named click (a lost response) carries the very body
 	// it first had, versions included, unless the script says otherwise.
-	if name := a.kv["action"]; name != "" {
+	if name := a.str("action"); name != "" {
 		if first, ok := s.mergeClicks[name]; ok {
-			if _, ok := a.kv["sv"]; !ok {
+			if _, ok := a.lookup("sv"); !ok {
 				r.ExpectedStateVersion = first.ExpectedStateVersion
 			}
-			if _, ok := a.kv["rv"]; !ok {
+			if _, ok := a.lookup("rv"); !ok {
 				r.ExpectedReviewVersion = first.ExpectedReviewVersion
 			}
 		} else {
@@ -180,13 +183,13 @@ func cmdMergeClick(ts *gts.TestScript, neg bool, args []string) {
 			s.mergeClicks[name] = r
 		}
 	}
-	if name := a.kv["as"]; name != "" {
+	if name := a.str("as"); name != "" {
 		if err := w.NameNext(name); err != nil {
 			ts.Fatalf("%v", err)
 		}
 	}
 	resp, err := w.Merge.Merge(context.Background(), r)
-	if a.kv["as"] != "" && err != nil {
+	if a.str("as") != "" && err != nil {
 		w.NameNext("") // nothing was admitted: the name stays free
 	}
 	printResponse(ts, s, resp)
@@ -202,19 +205,19 @@ func printMerge(ts *gts.TestScript, s *scenario, st merge.Status) {
 	fmt.Fprintf(ts.Stdout(), "merge: %s state=%s fresh=%v reason=%q\n", s.w.Name(m.ID), m.State, m.RequiresFreshReview, m.Reason)
 }
 
-func cmdMergeStatus(ts *gts.TestScript, neg bool, args []string) {
+func cmdMergeStatus(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 1 {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: merge-status TASK")
 	}
-	st, err := s.world(ts).Merge.DisplayStatus(context.Background(), s.planKey(ts, args[0]))
+	st, err := s.world(ts).Merge.DisplayStatus(context.Background(), s.planKey(ts, a.pos[0]))
 	if err == nil {
 		printMerge(ts, s, st)
 	}
 	s.expect(ts, neg, "merge-status", err)
 }
 
-func cmdMergeStop(ts *gts.TestScript, neg bool, args []string) {
+func cmdMergeStop(ts *gts.TestScript, neg bool, a argSet) {
 	w := get(ts).world(ts)
 	w.Merge.Stop()
 	if _, err := w.Merge.AwaitIdle(context.Background()); err != nil {
@@ -222,15 +225,7 @@ func cmdMergeStop(ts *gts.TestScript, neg bool, args []string) {
 	}
 }
 
-func cmdMergeIdle(ts *gts.TestScript, neg bool, args []string) {
-	s := get(ts)
-	got := isClosed(s.world(ts).Merge.Idle())
-	if got == neg {
-		s.fatal(ts, "the merge coordinator idle: %v, want %v", got, !neg)
-	}
-}
-
-func cmdMergeReconcile(ts *gts.TestScript, neg bool, args []string) {
+func cmdMergeReconcile(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	err := s.world(ts).Merge.Reconcile(context.Background())
 	s.expect(ts, neg, "merge-reconcile", err)

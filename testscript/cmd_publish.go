@@ -2,7 +2,6 @@ package testscript
 
 import (
 	"fmt"
-	"strconv"
 
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
@@ -14,28 +13,23 @@ import (
 
 func init() {
 	register(
-		Command{Name: "publish", Usage: "[!] publish ATTEMPT [output=JSON] [exit=N]",
+		Command{Name: "publish", Kind: Action, Keys: []Key{K("output", Text), K("exit", Int)}, Usage: "[!] publish ATTEMPT [output=JSON] [exit=N]",
 			Summary: "runs publication's transaction (step 3, Store.Publish) for the attempt now, as a result that arrives late, after its job ended; prints the state written, or the refusal's code and message",
 			Example: "! publish A output='{\"late\":true}'", Run: cmdPublish},
 	)
 }
 
-func cmdPublish(ts *gts.TestScript, neg bool, args []string) {
+func cmdPublish(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: publish ATTEMPT [output=JSON] [exit=N]")
 	}
 	id := s.attempt(ts, a.pos[0])
 	exit := 0
-	if v, ok := a.kv["exit"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			ts.Fatalf("exit=%s: %v", v, err)
-		}
+	if n, ok := a.num("exit"); ok {
 		exit = n
 	}
-	output := []byte(or(a.kv["output"], `{"ok":true}`))
+	output := []byte(or(a.str("output"), `{"ok":true}`))
 	var state words.State
 	err := s.world(ts).Store.Update(func(tx *store.Tx) (err error) {
 		state, err = tx.Publish(id, output, "", exit)

@@ -10,32 +10,32 @@ import (
 
 func init() {
 	register(
-		Command{Name: "crash", Usage: "crash",
+		Command{Name: "crash", Kind: Action, Usage: "crash",
 			Summary: "kills the runner process between two events: no shutdown code runs, jobs, markers, timers and queued events vanish; the SQLite file, D's containers and task storage, and the runner root stay",
 			Example: "crash", Run: cmdCrash},
-		Command{Name: "restart", Usage: "[!] restart",
+		Command{Name: "restart", Kind: Action, Usage: "[!] restart",
 			Summary: "starts a new runner process over the same database file and runs startup recovery; prints its report; fails (or, negated, must fail) when recovery stops the start",
 			Example: "restart", Run: cmdRestart},
-		Command{Name: "recovered", Usage: "recovered [opened=B] [requeue=KEYS|none] [unmatched=N] [unknown=N] [legacy=N] [unowned=N] [unsafe=N]",
+		Command{Name: "recovered", Kind: Assertion, Keys: []Key{K("opened", Bool), K("requeue", Text), K("unmatched", Int), K("unknown", Int), K("legacy", Int), K("unowned", Int), K("unsafe", Int)}, Usage: "recovered [opened=B] [requeue=KEYS|none] [unmatched=N] [unknown=N] [legacy=N] [unowned=N] [unsafe=N]",
 			Summary: "asserts startup recovery's report (requeue names tasks, comma-separated)",
 			Example: "recovered opened=true requeue=T1", Run: cmdRecovered},
-		Command{Name: "legacy", Usage: "legacy KIND NAME",
+		Command{Name: "plant-legacy", Kind: Action, Usage: "plant-legacy KIND NAME",
 			Summary: "plants an object from an older build in the simulated Docker: codeboost labels, no runner label (container, network or volume)",
-			Example: "legacy container old-agent", Run: cmdLegacy},
-		Command{Name: "remove-legacy", Usage: "remove-legacy NAME",
+			Example: "plant-legacy container old-agent", Run: cmdLegacy},
+		Command{Name: "remove-legacy", Kind: Action, Usage: "remove-legacy NAME",
 			Summary: "the user runs the printed docker command for a legacy object",
 			Example: "remove-legacy old-agent", Run: cmdRemoveLegacy},
-		Command{Name: "foreign-storage", Usage: "foreign-storage NAME [owner=this|other]",
+		Command{Name: "plant-foreign-storage", Kind: Action, Keys: []Key{K("owner", Enum("this", "other"))}, Usage: "plant-foreign-storage NAME [owner=this|other]",
 			Summary: "plants task storage whose attempt and allocation labels match no row (owner this: labelled with this runner's token)",
-			Example: "foreign-storage X", Run: cmdForeignStorage},
+			Example: "plant-foreign-storage X", Run: cmdForeignStorage},
 	)
 }
 
-func cmdCrash(ts *gts.TestScript, neg bool, args []string) {
+func cmdCrash(ts *gts.TestScript, neg bool, a argSet) {
 	get(ts).world(ts).Crash()
 }
 
-func cmdRestart(ts *gts.TestScript, neg bool, args []string) {
+func cmdRestart(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
 	err := w.Restart()
@@ -82,7 +82,7 @@ func (s *scenario) taskName(key string) string {
 	return key
 }
 
-func cmdRecovered(ts *gts.TestScript, neg bool, args []string) {
+func cmdRecovered(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
 	select {
@@ -99,39 +99,38 @@ func cmdRecovered(ts *gts.TestScript, neg bool, args []string) {
 		"unmatched": fmt.Sprint(len(r.UnmatchedStorage)), "unknown": fmt.Sprint(len(r.UnknownEntries)),
 		"legacy": fmt.Sprint(len(r.LegacyCommands)), "unowned": fmt.Sprint(len(r.UnownedPreparation)),
 		"unsafe": fmt.Sprint(len(r.UnsafeAttempts))}
-	s.compare(ts, "recovery", parse(args).kv, got)
+	s.compare(ts, "recovery", a.given(), got)
 }
 
-func cmdLegacy(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: legacy KIND NAME")
+func cmdLegacy(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: plant-legacy KIND NAME")
 	}
-	switch kind := dadapter.ResourceKind(args[0]); kind {
+	switch kind := dadapter.ResourceKind(a.pos[0]); kind {
 	case dadapter.KindContainer, dadapter.KindNetwork, dadapter.KindVolume:
-		get(ts).world(ts).D.AddLegacy(kind, args[1])
+		get(ts).world(ts).D.AddLegacy(kind, a.pos[1])
 	default:
-		ts.Fatalf("legacy: kind %q is not container, network or volume", args[0])
+		ts.Fatalf("plant-legacy: kind %q is not container, network or volume", a.pos[0])
 	}
 }
 
-func cmdRemoveLegacy(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
+func cmdRemoveLegacy(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: remove-legacy NAME")
 	}
-	if !get(ts).world(ts).D.RemoveLegacy(args[0]) {
-		ts.Fatalf("no legacy object %s", args[0])
+	if !get(ts).world(ts).D.RemoveLegacy(a.pos[0]) {
+		ts.Fatalf("no legacy object %s", a.pos[0])
 	}
 }
 
-func cmdForeignStorage(ts *gts.TestScript, neg bool, args []string) {
+func cmdForeignStorage(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
-		ts.Fatalf("usage: foreign-storage NAME [owner=this|other]")
+		ts.Fatalf("usage: plant-foreign-storage NAME [owner=this|other]")
 	}
 	owner := w.Owner
-	if a.kv["owner"] == "other" {
+	if a.str("owner") == "other" {
 		owner = strings.Repeat("0", 32)
 	}
 	id := actionID("foreign:" + a.pos[0])
