@@ -9,6 +9,8 @@ import (
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
+// Several admissions delivered in one tick of the loop.
+
 func init() {
 	register(
 		Command{Name: "admit-tick", Kind: Action, Words: true, Keys: admitKeys, Usage: "admit-tick 'TASK KIND as=NAME [item=N] [sv=N]' 'TASK KIND as=NAME …'...",

@@ -13,6 +13,10 @@ import (
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
+// The simulated D: how it answers each operation, the settlement of an
+// invocation, its own stops, and the task storage and attempt directories
+// it leaves.
+
 func init() {
 	register(
 		Command{Name: "d", Kind: Action, Usage: "d OP auto|hold|fail|refuse [MESSAGE]",

@@ -15,7 +15,6 @@ import (
 
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/sim"
-	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/web"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
@@ -57,9 +56,6 @@ func init() {
 		Command{Name: "head-release", Kind: Action, Usage: "head-release TASK",
 			Summary: "lets a held HEAD read return",
 			Example: "head-release T1", Run: cmdHeadRelease},
-		Command{Name: "user-actions", Kind: Assertion, Usage: "user-actions TASK N",
-			Summary: "asserts the task has N user_actions rows (applied and refused actions both count; a 400, 503 or storage error records none)",
-			Example: "user-actions T1 0", Run: cmdActions},
 	)
 }
 
@@ -174,15 +170,6 @@ func cmdHeadRelease(ts *gts.TestScript, neg bool, a argSet) {
 	close(st.hold)
 }
 
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
 // heldHeads are the waiting channels of the HEAD reads held now.
 func (s *scenario) heldHeads() []chan struct{} {
 	s.http.mu.Lock()
@@ -222,21 +209,6 @@ func (s *scenario) githubWait(stop <-chan struct{}) <-chan struct{} {
 		}
 	}()
 	return reached
-}
-
-func cmdActions(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	if len(a.pos) != 2 {
-		ts.Fatalf("usage: user-actions TASK N")
-	}
-	key := s.planKey(ts, a.pos[0])
-	var n int
-	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { n, err = tx.UserActionCount(key); return err }); err != nil {
-		ts.Fatalf("%v", err)
-	}
-	if want := atoi(ts, "N", a.pos[1]); n != want {
-		s.fatal(ts, "task %s has %d user actions, want %d", a.pos[0], n, want)
-	}
 }
 
 func cmdHTTPActive(ts *gts.TestScript, neg bool, a argSet) {
@@ -581,13 +553,4 @@ func cmdHTTPWait(ts *gts.TestScript, neg bool, a argSet) {
 		s.fatal(ts, "Connection: close is %v, want %v", closes, wantClose)
 	}
 	s.printReply(ts, p.rec.Body.Bytes())
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

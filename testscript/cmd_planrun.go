@@ -25,32 +25,11 @@ func init() {
 		Command{Name: "approve", Kind: Action, Keys: []Key{K("item", Int)}, Usage: "[!] approve TASK [item=N]",
 			Summary: "a person approves one item (default: every item) of the current revision at the current snapshot; each approval takes the next review version",
 			Example: "approve T1", Run: cmdApprove},
-		Command{Name: "name-next", Kind: Action, Usage: "name-next NAME",
-			Summary: "the next attempt admitted by anyone (a plan run's next item, say) gets NAME",
-			Example: "name-next B", Run: cmdNameNext},
 	)
 }
 
 // planActionKeys are start's and resume's.
 var planActionKeys = []Key{K("as", Name), K("action", ActionName), K("sv", Int), K("rv", Int)}
-
-func cmdPlanAction(kind string) func(ts *gts.TestScript, neg bool, a argSet) {
-	return func(ts *gts.TestScript, neg bool, a argSet) {
-		s := get(ts)
-		w := s.world(ts)
-		if len(a.pos) != 1 {
-			ts.Fatalf("usage: %s TASK [as=NAME] [action=NAME] [sv=N] [rv=N]", kind)
-		}
-		key := s.planKey(ts, a.pos[0])
-		r := runner.ActionRequest{PlanKey: key, ExpectedStateVersion: s.stateVersion(ts, key, a),
-			ExpectedReviewVersion: s.reviewVersion(ts, key, a), ActionID: s.action(a)}
-		run := w.Runner.Start
-		if kind == "resume" {
-			run = w.Runner.Resume
-		}
-		s.admitting(ts, neg, a, kind, run, r)
-	}
-}
 
 func cmdRequeue(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
@@ -110,11 +89,20 @@ func cmdApprove(ts *gts.TestScript, neg bool, a argSet) {
 	s.expect(ts, neg, "approve", err)
 }
 
-func cmdNameNext(ts *gts.TestScript, neg bool, a argSet) {
-	if neg || len(a.pos) != 1 {
-		ts.Fatalf("usage: name-next NAME")
-	}
-	if err := get(ts).world(ts).NameNext(a.pos[0]); err != nil {
-		ts.Fatalf("%v", err)
+func cmdPlanAction(kind string) func(ts *gts.TestScript, neg bool, a argSet) {
+	return func(ts *gts.TestScript, neg bool, a argSet) {
+		s := get(ts)
+		w := s.world(ts)
+		if len(a.pos) != 1 {
+			ts.Fatalf("usage: %s TASK [as=NAME] [action=NAME] [sv=N] [rv=N]", kind)
+		}
+		key := s.planKey(ts, a.pos[0])
+		r := runner.ActionRequest{PlanKey: key, ExpectedStateVersion: s.stateVersion(ts, key, a),
+			ExpectedReviewVersion: s.reviewVersion(ts, key, a), ActionID: s.action(a)}
+		run := w.Runner.Start
+		if kind == "resume" {
+			run = w.Runner.Resume
+		}
+		s.admitting(ts, neg, a, kind, run, r)
 	}
 }

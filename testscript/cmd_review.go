@@ -20,6 +20,9 @@ import (
 
 func init() {
 	register(
+		Command{Name: "events", Kind: Assertion, Usage: "events TASK KIND N",
+			Summary: "asserts how many feedback events of KIND the task has",
+			Example: "events T1 task-closed 1", Run: cmdEvents},
 		Command{Name: "reject", Kind: Action, Keys: []Key{K("items", Ints), K("rev", Int), K("action", ActionName)}, Usage: "[!] reject TASK NOTE [items=1,2] [rev=N] [action=NAME]",
 			Summary: "\"Reject with feedback\" as a user action: one note with NOTE's text per named item (one note on the whole plan without items=); rev is the expected plan revision (default: the present one, so give it to replay); prints the outcome and the new revision",
 			Example: "reject T1 'split the parser change' items=2 action=r1", Run: cmdReject},
@@ -47,6 +50,21 @@ func init() {
 	)
 }
 
+func cmdEvents(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 3 {
+		ts.Fatalf("usage: events TASK KIND N")
+	}
+	s := get(ts)
+	key := s.planKey(ts, a.pos[0])
+	var n int
+	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { n, err = tx.EventCount(key, a.pos[1]); return err }); err != nil {
+		s.fatal(ts, "%v", err)
+	}
+	if strconv.Itoa(n) != a.pos[2] {
+		s.fatal(ts, "%s events of %s: %d, want %s", a.pos[1], a.pos[0], n, a.pos[2])
+	}
+}
+
 // reviewAction runs fn as the user action kind on the loop, prints the
 // response and checks the error against the command's negation.
 func (s *scenario) reviewAction(ts *gts.TestScript, neg bool, a argSet, key, kind string, request any,
@@ -59,14 +77,6 @@ func (s *scenario) reviewAction(ts *gts.TestScript, neg bool, a argSet, key, kin
 		func(tx *store.Tx) (store.Response, error) { return fn(tx, actionID) })
 	printResponse(ts, s, resp)
 	s.expect(ts, neg, kind, err)
-}
-
-func atoi(ts *gts.TestScript, what, v string) int {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		ts.Fatalf("%s=%s: not a number", what, v)
-	}
-	return n
 }
 
 func cmdReject(ts *gts.TestScript, neg bool, a argSet) {

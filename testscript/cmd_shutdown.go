@@ -2,7 +2,6 @@ package testscript
 
 import (
 	"context"
-	"os"
 	"time"
 
 	gts "github.com/rogpeppe/go-internal/testscript"
@@ -93,25 +92,4 @@ func cmdHTTPDrained(ts *gts.TestScript, neg bool, a argSet) {
 	if got := isClosed(s.http.drained); got == neg {
 		s.fatal(ts, "the drain has ended: %v, want %v", got, !neg)
 	}
-}
-
-func init() {
-	register(Command{Name: "await-file", Kind: Action, Usage: "await-file PATH",
-		Summary: "waits, up to 20 s of real time, until a real process has written PATH (its ready file); only for real-process cases, which cannot use virtual time",
-		Example: "await-file $WORK/a.ready", Run: cmdAwaitFile})
-}
-
-func cmdAwaitFile(ts *gts.TestScript, neg bool, a argSet) {
-	if len(a.pos) != 1 {
-		ts.Fatalf("usage: await-file PATH")
-	}
-	path := ts.MkAbs(a.pos[0])
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	ts.Fatalf("%s did not appear within 20 s", path)
 }

@@ -1,7 +1,6 @@
 package testscript
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"slices"
@@ -9,24 +8,29 @@ import (
 	"strings"
 	"time"
 
-	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 	gts "github.com/rogpeppe/go-internal/testscript"
 	_ "modernc.org/sqlite"
 )
 
+// The world and the script: the runner's configuration, tasks, virtual
+// time, failpoints and hooks, raw SQL, and names for attempts and rows.
+
 func init() {
 	register(
+		Command{Name: "name-next", Kind: Action, Usage: "name-next NAME",
+			Summary: "the next attempt admitted by anyone (a plan run's next item, say) gets NAME",
+			Example: "name-next B", Run: cmdNameNext},
+		Command{Name: "name-row", Kind: Action, Usage: "name-row ID NAME",
+			Summary: "gives an attempt row the script wrote itself (with sql) a name for later commands",
+			Example: "name-row '../x' X", Run: cmdNameRow},
 		Command{Name: "runner", Kind: Action, Keys: []Key{K("slots", Int), K("timeout", Duration), K("budget", Duration), K("cap", Int), K("kinds", Text), K("seed", Int)}, Usage: "runner [slots=N] [timeout=D] [budget=D] [cap=BYTES] [kinds=k1,k2] [seed=N]",
 			Summary: "configures the world's runner; only before the first command that uses the world",
 			Example: "runner slots=1 budget=1h timeout=10m", Run: cmdRunner},
 		Command{Name: "new-task", Kind: Action, Keys: []Key{K("task", Name), K("repo", Text), K("plan", Text), K("status", Text), K("items", Int), K("snapshot", Name)}, Usage: "[!] new-task NAME [task=ID] [repo=R] [plan=P] [status=S] [items=N] [snapshot=S]",
 			Summary: "creates a plan at revision 1 and its task (status queued unless given)",
 			Example: "new-task T1 items=2", Run: cmdNewTask},
-		Command{Name: "admit", Kind: Action, Keys: admitKeys, Usage: "[!] admit TASK KIND as=NAME [item=N] [sv=N]",
-			Summary: "admits one attempt through the coordinator (in-memory checks, slot, Store transaction); sv defaults to the task's present state version",
-			Example: "admit T1 review as=A", Run: cmdAdmit},
 		Command{Name: "advance", Kind: Action, Usage: "advance DURATION",
 			Summary: "moves virtual time forward, firing due timers in order (each followed by a drain)",
 			Example: "advance 2h", Run: cmdAdvance},
@@ -43,6 +47,24 @@ func init() {
 			Summary: "asks the Store to move the task to STATUS by its own explicit action",
 			Example: "! set-status T1 'needs amendment'", Run: cmdSetStatus},
 	)
+}
+
+func cmdNameNext(ts *gts.TestScript, neg bool, a argSet) {
+	if neg || len(a.pos) != 1 {
+		ts.Fatalf("usage: name-next NAME")
+	}
+	if err := get(ts).world(ts).NameNext(a.pos[0]); err != nil {
+		ts.Fatalf("%v", err)
+	}
+}
+
+func cmdNameRow(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: name-row ID NAME")
+	}
+	if err := get(ts).world(ts).Alias(a.pos[0], a.pos[1]); err != nil {
+		ts.Fatalf("name-row: %v", err)
+	}
 }
 
 func cmdRunner(ts *gts.TestScript, neg bool, a argSet) {
@@ -73,9 +95,6 @@ func cmdRunner(ts *gts.TestScript, neg bool, a argSet) {
 		}
 	}
 }
-
-// admitKeys are admit's (and each admission of admit-tick's).
-var admitKeys = []Key{K("as", Name), K("item", Int), K("sv", Int)}
 
 func cmdNewTask(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
@@ -123,26 +142,6 @@ func (s *scenario) presentStateVersion(ts *gts.TestScript, planKey string) int64
 		ts.Fatalf("%v", err)
 	}
 	return t.StateVersion
-}
-
-func cmdAdmit(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	w := s.world(ts)
-	if len(a.pos) != 2 {
-		ts.Fatalf("usage: admit TASK KIND as=NAME")
-	}
-	key := s.planKey(ts, a.pos[0])
-	if name := a.str("as"); name != "" {
-		if err := w.NameNext(name); err != nil {
-			ts.Fatalf("%v", err)
-		}
-	}
-	r := runner.AdmitRequest{PlanKey: key, Kind: a.pos[1], ExpectedStateVersion: s.stateVersion(ts, key, a)}
-	if n, ok := a.num("item"); ok {
-		r.Item = &n
-	}
-	_, err := w.Runner.Admit(context.Background(), r)
-	s.expect(ts, neg, "admit", err)
 }
 
 func cmdAdvance(ts *gts.TestScript, neg bool, a argSet) {
@@ -279,5 +278,3 @@ func cmdSetStatus(ts *gts.TestScript, neg bool, a argSet) {
 	err := s.world(ts).Store.Update(func(tx *store.Tx) error { return tx.SetTaskStatus(key, words.TaskStatus(a.pos[1])) })
 	s.expect(ts, neg, "set-status", err)
 }
-
-var _ = words.Pending

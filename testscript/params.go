@@ -3,9 +3,13 @@
 // replayed as named steps in a .txtar file. Commands read like the contract's
 // test column and assert both what the caller sees and the durable row.
 //
-// Each command is one small handler with its own usage, summary and example;
-// scenarios/README.md is generated from them and a test fails when it is out
-// of date. It may import sim, the packages sim drives, and go-internal's
+// Each command is one small handler with its own usage, summary and example,
+// its kind (an action or an assertion) and the keys it takes, each with the
+// form of its value; one family of commands to a file (cmd_*.go). The one
+// parser refuses, at the script's line, anything a command would otherwise
+// ignore: a key it does not take, a malformed value, a ! it does not take.
+// scenarios/README.md is generated from the definitions and a test fails
+// when it is out of date. It may import sim, the packages sim drives, and go-internal's
 // testscript.
 package testscript
 

@@ -2,14 +2,31 @@ package testscript
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/codeboost/codeboost/dadapter"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
+// A crash, the restart's startup recovery and its report, and what
+// recovery finds on the host: legacy objects, foreign or mislabelled task
+// storage, attempt directories.
+
 func init() {
 	register(
+		Command{Name: "reconciled", Kind: Assertion, Keys: []Key{K("aborted", Text)}, Usage: "reconciled TASKS|none [aborted=ATTEMPTS|none]",
+			Summary: "asserts what the last startup recovery repaired in step 5 (merged tasks, comma-separated) and which rebase markers step 4 cleared",
+			Example: "reconciled T1 aborted=none", Run: cmdReconciled},
+		Command{Name: "plant-mislabelled-storage", Kind: Action, Usage: "plant-mislabelled-storage ATTEMPT",
+			Summary: "plants task storage labelled with this runner's token and the attempt's ID but another allocation ID (a handle that disagrees with the row); the attempt must have no storage present",
+			Example: "plant-mislabelled-storage B", Run: cmdMislabelledStorage},
+		Command{Name: "plant-foreign-agent", Kind: Action, Usage: "plant-foreign-agent NAME",
+			Summary: "plants another database's live runner work: task storage and a running agent container labelled with another runner's token and attempt NAME",
+			Example: "plant-foreign-agent B1", Run: cmdForeignAgent},
+		Command{Name: "path-vars", Kind: Action, Usage: "path-vars [ATTEMPT...]",
+			Summary: "sets $ATTEMPTS to this runner's <root>/<owner>/attempts directory, $STAGING to its staging directory, $DIR_<ATTEMPT> to each named attempt's directory and $STAGING_<ATTEMPT> to the host staging directory of its storage allocation (when it has one), for the built-in file commands",
+			Example: "path-vars A", Run: cmdPaths},
 		Command{Name: "crash", Kind: Action, Usage: "crash",
 			Summary: "kills the runner process between two events: no shutdown code runs, jobs, markers, timers and queued events vanish; the SQLite file, D's containers and task storage, and the runner root stay",
 			Example: "crash", Run: cmdCrash},
@@ -29,6 +46,81 @@ func init() {
 			Summary: "plants task storage whose attempt and allocation labels match no row (owner this: labelled with this runner's token)",
 			Example: "plant-foreign-storage X", Run: cmdForeignStorage},
 	)
+}
+
+func cmdReconciled(ts *gts.TestScript, neg bool, a argSet) {
+	s := get(ts)
+	w := s.world(ts)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: reconciled TASKS|none [aborted=ATTEMPTS|none]")
+	}
+	select {
+	case <-w.Runner.RecoveryDone():
+	default:
+		s.fatal(ts, "recovery has not ended")
+	}
+	r := w.Runner.Recovery()
+	var tasks, aborted []string
+	for _, k := range r.Reconciled {
+		tasks = append(tasks, s.taskName(k))
+	}
+	for _, x := range r.AbortedRebases {
+		f := strings.Fields(x)
+		aborted = append(aborted, w.Name(f[len(f)-1]))
+	}
+	want := map[string]string{"reconciled": a.pos[0]}
+	if v, ok := a.lookup("aborted"); ok {
+		want["aborted"] = v
+	}
+	s.compare(ts, "recovery", want, map[string]string{"reconciled": noneOr(strings.Join(tasks, ",")), "aborted": noneOr(strings.Join(aborted, ","))})
+}
+
+func cmdMislabelledStorage(ts *gts.TestScript, neg bool, a argSet) {
+	s := get(ts)
+	w := s.world(ts)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: plant-mislabelled-storage ATTEMPT")
+	}
+	id := s.attempt(ts, a.pos[0])
+	if w.D.StoragePresent(id) {
+		ts.Fatalf("%s still has task storage", a.pos[0])
+	}
+	w.D.AddStorage(dadapter.StorageOwner{RunnerOwner: w.Owner, AttemptID: id, AllocationID: actionID("mislabelled:" + a.pos[0])})
+}
+
+func cmdForeignAgent(ts *gts.TestScript, neg bool, a argSet) {
+	s := get(ts)
+	w := s.world(ts)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: plant-foreign-agent NAME")
+	}
+	other := strings.Repeat("0", 32)
+	id := actionID("foreign:" + a.pos[0])
+	if err := w.Alias(id, a.pos[0]); err != nil {
+		ts.Fatalf("plant-foreign-agent: %v", err)
+	}
+	owner := dadapter.StorageOwner{RunnerOwner: other, AttemptID: id, AllocationID: actionID("alloc:" + a.pos[0])}
+	storage := w.D.AddStorage(owner) // the other runner's process holds this handle
+	if _, err := w.D.Start(dadapter.InvocationInput{RunnerOwner: other, AttemptID: id, Phase: "execute",
+		Storage: storage}); err != nil {
+		ts.Fatalf("plant-foreign-agent: %v", err)
+	}
+}
+
+func cmdPaths(ts *gts.TestScript, neg bool, a argSet) {
+	s := get(ts)
+	w := s.world(ts)
+	attempts := filepath.Join(w.Root(), w.Owner, "attempts")
+	staging := filepath.Join(w.Root(), w.Owner, "staging")
+	ts.Setenv("ATTEMPTS", attempts)
+	ts.Setenv("STAGING", staging)
+	for _, name := range a.pos {
+		id := s.attempt(ts, name)
+		ts.Setenv("DIR_"+name, filepath.Join(attempts, id))
+		if a, err := w.Store.Attempt(id); err == nil && a.AllocationID != "" {
+			ts.Setenv("STAGING_"+name, filepath.Join(staging, a.AllocationID))
+		}
+	}
 }
 
 func cmdCrash(ts *gts.TestScript, neg bool, a argSet) {

@@ -1,24 +1,43 @@
 package testscript
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/sim"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/web"
-	"github.com/google/go-cmp/cmp"
+	"github.com/codeboost/codeboost/words"
 	gts "github.com/rogpeppe/go-internal/testscript"
+	_ "modernc.org/sqlite"
 )
+
+// Attempts through the coordinator: admission, the user's cancel, retry
+// and run-again, publication's transaction run by hand (a result that
+// arrives late, after its job ended), and the assertions on an attempt's
+// row, a task's row, the runner's status read, the slots and the user
+// actions recorded.
 
 func init() {
 	register(
+		Command{Name: "cancel", Kind: Action, Keys: actionKeys, Usage: "[!] cancel ATTEMPT [action=NAME] [sv=N]",
+			Summary: "the user's cancel attempt, as a user action; prints the response's outcome and message",
+			Example: "cancel A action=c1", Run: cmdCancel},
+		Command{Name: "cancel-task", Kind: Action, Keys: actionKeys, Usage: "[!] cancel-task TASK [action=NAME] [sv=N]",
+			Summary: "the user's cancel task, as a user action (\"Stopping, then cancelling\" while an attempt is active)",
+			Example: "cancel-task T1", Run: cmdCancelTask},
+		Command{Name: "retry", Kind: Action, Keys: admittingKeys, Usage: "[!] retry ATTEMPT [as=NAME] [action=NAME] [sv=N]",
+			Summary: "the user's retry of a failed or cancelled attempt, as a user action",
+			Example: "retry A as=B", Run: cmdRetry},
+		Command{Name: "run-again", Kind: Action, Keys: admittingKeys, Usage: "[!] run-again ATTEMPT [as=NAME] [action=NAME] [sv=N]",
+			Summary: "\"Run again on the current code\" for a stale attempt, as a user action",
+			Example: "run-again A as=B", Run: cmdRunAgain},
 		Command{Name: "attempt", Kind: Assertion, Keys: []Key{K("state", Text), K("first", Text), K("cause", Text), K("stop", Text), K("exit", IntOrNone), K("diag", Text), K("diag~", Regexp), K("ref", Enum("present", "absent")), K("finding", Text), K("unreleased", Text), K("allocation", SetOr), K("baseline", SetOr), K("kind", Text), K("item", IntOrNone), K("deadline", Duration)}, Usage: "attempt ATTEMPT [state=S] [first=R|none] [cause=TEXT] [stop=R|none] [exit=N|none] [diag=TEXT] [diag~=REGEXP] [ref=present|absent] [finding=TEXT|none] [unreleased=N|none] [allocation=set|unset] [baseline=set|unset] [kind=K] [item=N|none] [deadline=D]",
 			Summary: "asserts fields of the attempt's durable row (deadline: how long after the world's start, as the trace counts time; unreleased: how many resources the saved list names); a mismatch prints a diff",
 			Example: "attempt A state=cancelled first=cancelled", Run: cmdAttempt},
@@ -32,68 +51,85 @@ func init() {
 		Command{Name: "slots", Kind: Assertion, Usage: "slots N",
 			Summary: "asserts how many runner slots are held (reserved, running, or under a marker)",
 			Example: "slots 0", Run: cmdSlots},
-		Command{Name: "events", Kind: Assertion, Usage: "events TASK KIND N",
-			Summary: "asserts how many feedback events of KIND the task has",
-			Example: "events T1 task-closed 1", Run: cmdEvents},
-		Command{Name: "traced", Kind: Assertion, Pos: 1, Keys: []Key{K("times", Int)}, Usage: "[!] traced REGEXP [times=N]",
-			Summary: "asserts that some trace line matches REGEXP (negated, that none does; with times=, that exactly N do)",
-			Example: "! traced 'd: start A'", Run: cmdTraced},
-		Command{Name: "order", Kind: Assertion, Words: true, Usage: "order PATTERN PATTERN...",
-			Summary: "asserts that trace lines matching each regexp appear in this order",
-			Example: "order 'terminal A' 'storage removed A' 'slot freed A'", Run: cmdOrder},
-		Command{Name: "refs-exist", Kind: Assertion, Usage: "refs-exist",
-			Summary: "asserts that every diagnostic_ref names an existing file: no row points at a missing file",
-			Example: "refs-exist", Run: cmdRefsExist},
+		Command{Name: "user-actions", Kind: Assertion, Usage: "user-actions TASK N",
+			Summary: "asserts the task has N user_actions rows (applied and refused actions both count; a 400, 503 or storage error records none)",
+			Example: "user-actions T1 0", Run: cmdActions},
+		Command{Name: "publish", Kind: Action, Keys: []Key{K("output", Text), K("exit", Int)}, Usage: "[!] publish ATTEMPT [output=JSON] [exit=N]",
+			Summary: "runs publication's transaction (step 3, Store.Publish) for the attempt now, as a result that arrives late, after its job ended; prints the state written, or the refusal's code and message",
+			Example: "! publish A output='{\"late\":true}'", Run: cmdPublish},
+		Command{Name: "admit", Kind: Action, Keys: admitKeys, Usage: "[!] admit TASK KIND as=NAME [item=N] [sv=N]",
+			Summary: "admits one attempt through the coordinator (in-memory checks, slot, Store transaction); sv defaults to the task's present state version",
+			Example: "admit T1 review as=A", Run: cmdAdmit},
 	)
 }
 
-func boolStr(b bool) string { return strconv.FormatBool(b) }
+// actionKeys are a user action's: its action ID and expected state version.
+var actionKeys = []Key{K("action", ActionName), K("sv", Int)}
 
-func setStr(b bool) string {
-	if b {
-		return "set"
+// admittingKeys are a user action's that may admit an attempt, which gets
+// the as= name.
+var admittingKeys = []Key{K("as", Name), K("action", ActionName), K("sv", Int)}
+
+func (s *scenario) actionRequest(ts *gts.TestScript, a argSet, attemptName string) runner.ActionRequest {
+	id := s.attempt(ts, attemptName)
+	at, err := s.world(ts).Store.Attempt(id)
+	if err != nil {
+		ts.Fatalf("%v", err)
 	}
-	return "unset"
+	return runner.ActionRequest{PlanKey: at.PlanKey, AttemptID: id, ExpectedStateVersion: s.stateVersion(ts, at.PlanKey, a),
+		ActionID: s.action(a)}
 }
 
-func noneOr[T ~string](s T) string {
-	if s == "" {
-		return "none"
+func cmdCancel(ts *gts.TestScript, neg bool, a argSet) {
+	s := get(ts)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: cancel ATTEMPT [k=v...]")
 	}
-	return string(s)
+	resp, err := s.world(ts).Runner.CancelAttempt(context.Background(), s.actionRequest(ts, a, a.pos[0]))
+	printResponse(ts, s, resp)
+	s.expect(ts, neg, "cancel", err)
 }
 
-// compare checks every wanted key against got and fails with a diff.
-func (s *scenario) compare(ts *gts.TestScript, what string, want map[string]string, got map[string]string) {
-	sub := map[string]string{}
-	var bad []string
-	for k, v := range want {
-		if strings.HasSuffix(k, "~") {
-			g, ok := got[strings.TrimSuffix(k, "~")]
-			if !ok {
-				ts.Fatalf("%s: unknown field %s", what, k)
-			}
-			if !regexp.MustCompile(v).MatchString(g) {
-				bad = append(bad, fmt.Sprintf("%s does not match %q: %q", strings.TrimSuffix(k, "~"), v, g))
-			}
-			continue
-		}
-		g, ok := got[k]
-		if !ok {
-			ts.Fatalf("%s: unknown field %s", what, k)
-		}
-		sub[k] = g
+func cmdCancelTask(ts *gts.TestScript, neg bool, a argSet) {
+	s := get(ts)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: cancel-task TASK [k=v...]")
 	}
-	wantExact := map[string]string{}
-	for k, v := range want {
-		if !strings.HasSuffix(k, "~") {
-			wantExact[k] = v
+	key := s.planKey(ts, a.pos[0])
+	r := runner.ActionRequest{PlanKey: key, ExpectedStateVersion: s.stateVersion(ts, key, a), ActionID: s.action(a)}
+	resp, err := s.world(ts).Runner.CancelTask(context.Background(), r)
+	printResponse(ts, s, resp)
+	s.expect(ts, neg, "cancel-task", err)
+}
+
+func cmdRetry(ts *gts.TestScript, neg bool, a argSet) { again(ts, neg, a, "retry") }
+
+func cmdRunAgain(ts *gts.TestScript, neg bool, a argSet) { again(ts, neg, a, "run-again") }
+
+func again(ts *gts.TestScript, neg bool, a argSet, what string) {
+	s := get(ts)
+	w := s.world(ts)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: %s ATTEMPT [as=NAME] [k=v...]", what)
+	}
+	f := w.Runner.Retry
+	if what == "run-again" {
+		f = w.Runner.RunAgain
+	}
+	s.admitting(ts, neg, a, what, f, s.actionRequest(ts, a, a.pos[0]))
+}
+
+// admitting runs a user action that may admit an attempt: the attempt gets
+// the as= name, and the response is printed and checked.
+func (s *scenario) admitting(ts *gts.TestScript, neg bool, a argSet, what string, act func(context.Context, runner.ActionRequest) (store.Response, error), r runner.ActionRequest) {
+	if name := a.str("as"); name != "" {
+		if err := s.world(ts).NameNext(name); err != nil {
+			ts.Fatalf("%v", err)
 		}
 	}
-	if d := cmp.Diff(wantExact, sub); d != "" || len(bad) > 0 {
-		sort.Strings(bad)
-		s.fatal(ts, "%s (-want +got):\n%s%s", what, d, strings.Join(bad, "\n"))
-	}
+	resp, err := act(context.Background(), r)
+	printResponse(ts, s, resp)
+	s.expect(ts, neg, what, err)
 }
 
 func cmdAttempt(ts *gts.TestScript, neg bool, a argSet) {
@@ -298,72 +334,66 @@ func cmdSlots(ts *gts.TestScript, neg bool, a argSet) {
 	}
 }
 
-func cmdEvents(ts *gts.TestScript, neg bool, a argSet) {
-	if len(a.pos) != 3 {
-		ts.Fatalf("usage: events TASK KIND N")
-	}
+func cmdActions(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: user-actions TASK N")
+	}
 	key := s.planKey(ts, a.pos[0])
 	var n int
-	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { n, err = tx.EventCount(key, a.pos[1]); return err }); err != nil {
-		s.fatal(ts, "%v", err)
+	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { n, err = tx.UserActionCount(key); return err }); err != nil {
+		ts.Fatalf("%v", err)
 	}
-	if strconv.Itoa(n) != a.pos[2] {
-		s.fatal(ts, "%s events of %s: %d, want %s", a.pos[1], a.pos[0], n, a.pos[2])
+	if want := atoi(ts, "N", a.pos[1]); n != want {
+		s.fatal(ts, "task %s has %d user actions, want %d", a.pos[0], n, want)
 	}
 }
 
-func cmdTraced(ts *gts.TestScript, neg bool, a argSet) {
+func cmdPublish(ts *gts.TestScript, neg bool, a argSet) {
+	s := get(ts)
 	if len(a.pos) != 1 {
-		ts.Fatalf("usage: traced REGEXP [times=N]")
+		ts.Fatalf("usage: publish ATTEMPT [output=JSON] [exit=N]")
 	}
-	s := get(ts)
-	re := regexp.MustCompile(a.pos[0])
-	var found []string
-	for _, l := range s.world(ts).Lines() {
-		if re.MatchString(l) {
-			found = append(found, l)
-		}
+	id := s.attempt(ts, a.pos[0])
+	exit := 0
+	if n, ok := a.num("exit"); ok {
+		exit = n
 	}
-	if want, ok := a.num("times"); ok {
-		if neg {
-			ts.Fatalf("traced with times= does not take !: say times=0")
-		}
-		if len(found) != want {
-			s.fatal(ts, "%d trace lines match %q, want %d", len(found), a.pos[0], want)
-		}
-		return
+	output := []byte(or(a.str("output"), `{"ok":true}`))
+	var state words.State
+	err := s.world(ts).Store.Update(func(tx *store.Tx) (err error) {
+		state, err = tx.Publish(id, output, "", exit)
+		return err
+	})
+	if r, ok := store.IsRefusal(err); ok {
+		fmt.Fprintf(ts.Stdout(), "outcome: refused\ncode: %s\nmessage: %s\n", r.Code, r.Message)
+	} else if err == nil {
+		fmt.Fprintf(ts.Stdout(), "outcome: %s\n", state)
 	}
-	if neg && len(found) > 0 {
-		s.fatal(ts, "trace has %q, which it must not", found[0])
-	}
-	if !neg && len(found) == 0 {
-		s.fatal(ts, "no trace line matches %q", a.pos[0])
-	}
+	s.expect(ts, neg, "publish", err)
 }
 
-func cmdOrder(ts *gts.TestScript, neg bool, a argSet) {
-	if len(a.pos) < 2 {
-		ts.Fatalf("usage: order PATTERN PATTERN...")
-	}
-	s := get(ts)
-	lines := s.world(ts).Lines()
-	i := 0
-	for _, p := range a.pos {
-		re := regexp.MustCompile(p)
-		for i < len(lines) && !re.MatchString(lines[i]) {
-			i++
-		}
-		if i == len(lines) {
-			s.fatal(ts, "order: no line matching %q after the earlier steps", p)
-		}
-		i++
-	}
-}
+// admitKeys are admit's (and each admission of admit-tick's).
+var admitKeys = []Key{K("as", Name), K("item", Int), K("sv", Int)}
 
-func (s *scenario) diagDir(ts *gts.TestScript) string {
+func cmdAdmit(ts *gts.TestScript, neg bool, a argSet) {
+	s := get(ts)
 	w := s.world(ts)
-	return filepath.Join(w.Root(), w.Owner, "diagnostics")
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: admit TASK KIND as=NAME")
+	}
+	key := s.planKey(ts, a.pos[0])
+	if name := a.str("as"); name != "" {
+		if err := w.NameNext(name); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+	r := runner.AdmitRequest{PlanKey: key, Kind: a.pos[1], ExpectedStateVersion: s.stateVersion(ts, key, a)}
+	if n, ok := a.num("item"); ok {
+		r.Item = &n
+	}
+	_, err := w.Runner.Admit(context.Background(), r)
+	s.expect(ts, neg, "admit", err)
 }
 
 func cmdDiagFile(ts *gts.TestScript, neg bool, a argSet) {
@@ -374,18 +404,5 @@ func cmdDiagFile(ts *gts.TestScript, neg bool, a argSet) {
 	_, err := os.Lstat(filepath.Join(s.diagDir(ts), s.attempt(ts, a.pos[0])+".diff"))
 	if got := err == nil; got != (a.pos[1] == "present") {
 		s.fatal(ts, "diagnostics file of %s present=%v, want %s", a.pos[0], got, a.pos[1])
-	}
-}
-
-func cmdRefsExist(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	var refs map[string]string
-	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { refs, err = tx.DiagnosticRefs(); return err }); err != nil {
-		s.fatal(ts, "%v", err)
-	}
-	for ref, id := range refs {
-		if _, err := os.Stat(filepath.Join(s.diagDir(ts), ref)); err != nil {
-			s.fatal(ts, "attempt %s points at missing file %s", s.w.Name(id), ref)
-		}
 	}
 }

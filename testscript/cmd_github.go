@@ -1,27 +1,19 @@
 package testscript
 
 import (
-	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/codeboost/codeboost/codehost"
-	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/sim"
-	"github.com/codeboost/codeboost/store"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
-// Commands for the merge coordinator (package merge) and the simulated
-// GitHub it merges on (sim.GitHub): a task's pull request, what the next
-// merge command answers, a merge click, displayStatus, shutdown's step 1
-// and step 3 for merges, and the startup reconciliation. The HTTP routes
-// are driven with http-begin POST /api/merge and GET /api/merge.
+// The simulated GitHub (sim.GitHub): a task's pull request and issue,
+// what the next merge command answers, and reads held until released.
 
 func init() {
 	register(
@@ -40,18 +32,6 @@ func init() {
 		Command{Name: "gh-release", Kind: Action, Usage: "gh-release TASK",
 			Summary: "lets the held reads of the task's pull request answer",
 			Example: "gh-release T1", Run: cmdGHRelease},
-		Command{Name: "merge-click", Kind: Action, Keys: []Key{K("as", Name), K("action", ActionName), K("sv", Int), K("rv", Int)}, Usage: "[!] merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
-			Summary: "a merge click straight at the merge coordinator: its GitHub read, then the user action (beginMergeAttempt and its guards), then the final check, the boundary and the merge command; names the attempt",
-			Example: "merge-click T1 as=M action=m1", Run: cmdMergeClick},
-		Command{Name: "merge-status", Kind: Action, Usage: "[!] merge-status TASK",
-			Summary: "displayStatus: the task's latest merge attempt, with GitHub read again (and what it shows recorded, through the write gate) while the attempt is in flight; prints it",
-			Example: "merge-status T1", Run: cmdMergeStatus},
-		Command{Name: "merge-stop", Kind: Action, Usage: "merge-stop",
-			Summary: "shutdown step 1's half for merges (no merge is admitted and no merge command is sent after it), then step 3's check whether a merge is still in flight",
-			Example: "merge-stop", Run: cmdMergeStop},
-		Command{Name: "merge-reconcile", Kind: Action, Usage: "[!] merge-reconcile",
-			Summary: "the merge coordinator's startup: every merge still submitting or queued is read on GitHub and its outcome recorded",
-			Example: "merge-reconcile", Run: cmdMergeReconcile},
 	)
 }
 
@@ -155,84 +135,4 @@ func cmdGHRelease(ts *gts.TestScript, neg bool, a argSet) {
 	}
 	r := s.taskPR(ts, a.pos[0])
 	s.world(ts).GitHub.Release(r.Repo, r.Number)
-}
-
-func cmdMergeClick(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	w := s.world(ts)
-	if len(a.pos) != 1 {
-		ts.Fatalf("usage: merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]")
-	}
-	key := s.planKey(ts, a.pos[0])
-	r := merge.Request{PlanKey: key, ActionID: s.action(a), ExpectedStateVersion: s.stateVersion(ts, key, a),
-		ExpectedReviewVersion: s.reviewVersion(ts, key, a)}
-	// A resend of a named click (a lost response) carries the very body
-	// it first had, versions included, unless the script says otherwise.
-	if name := a.str("action"); name != "" {
-		if first, ok := s.mergeClicks[name]; ok {
-			if _, ok := a.lookup("sv"); !ok {
-				r.ExpectedStateVersion = first.ExpectedStateVersion
-			}
-			if _, ok := a.lookup("rv"); !ok {
-				r.ExpectedReviewVersion = first.ExpectedReviewVersion
-			}
-		} else {
-			if s.mergeClicks == nil {
-				s.mergeClicks = map[string]merge.Request{}
-			}
-			s.mergeClicks[name] = r
-		}
-	}
-	if name := a.str("as"); name != "" {
-		if err := w.NameNext(name); err != nil {
-			ts.Fatalf("%v", err)
-		}
-	}
-	resp, err := w.Merge.Merge(context.Background(), r)
-	if a.str("as") != "" && err != nil {
-		w.NameNext("") // nothing was admitted: the name stays free
-	}
-	printResponse(ts, s, resp)
-	s.expect(ts, neg, "merge-click", err)
-}
-
-func printMerge(ts *gts.TestScript, s *scenario, st merge.Status) {
-	if st.Attempt == nil {
-		fmt.Fprintln(ts.Stdout(), "merge: none")
-		return
-	}
-	m := st.Attempt
-	fmt.Fprintf(ts.Stdout(), "merge: %s state=%s fresh=%v reason=%q\n", s.w.Name(m.ID), m.State, m.RequiresFreshReview, m.Reason)
-}
-
-func cmdMergeStatus(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	if len(a.pos) != 1 {
-		ts.Fatalf("usage: merge-status TASK")
-	}
-	st, err := s.world(ts).Merge.DisplayStatus(context.Background(), s.planKey(ts, a.pos[0]))
-	if err == nil {
-		printMerge(ts, s, st)
-	}
-	s.expect(ts, neg, "merge-status", err)
-}
-
-func cmdMergeStop(ts *gts.TestScript, neg bool, a argSet) {
-	w := get(ts).world(ts)
-	w.Merge.Stop()
-	if _, err := w.Merge.AwaitIdle(context.Background()); err != nil {
-		ts.Fatalf("merge-stop: %v", err)
-	}
-}
-
-func cmdMergeReconcile(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	err := s.world(ts).Merge.Reconcile(context.Background())
-	s.expect(ts, neg, "merge-reconcile", err)
-}
-
-// mergeFields are what the merge assertion compares.
-func mergeFields(m store.MergeAttempt) map[string]string {
-	return map[string]string{"state": m.State, "fresh": strconv.FormatBool(m.RequiresFreshReview), "reason": m.Reason,
-		"head": m.HeadSHA}
 }

@@ -1,9 +1,5 @@
 package testscript
 
-// Commands for the real-process lock and owner-token cases (decision 1 and
-// the runner owner token): they work on real files and real `codeboost`
-// processes, not on the simulated world.
-
 import (
 	"bytes"
 	"fmt"
@@ -19,6 +15,10 @@ import (
 
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
+
+// Commands for the real-process lock and owner-token cases (decision 1 and
+// the runner owner token): they work on real files and real `codeboost`
+// processes, not on the simulated world.
 
 func init() {
 	register(
@@ -40,6 +40,9 @@ func init() {
 		Command{Name: "exec-race", Kind: Action, Words: true, Usage: "exec-race NAME NAME PROGRAM [ARGS...]",
 			Summary: "starts PROGRAM ARGS --ready $WORK/<NAME>.ready twice at once, waits (up to 20 s) until each has written its ready file or exited, sends SIGINT to those still running and waits for them; prints, independent of which one won: ready: N, then one line per process that exited before ready (exit code, first stderr line) and per stopped one (exit code)",
 			Example: "exec-race b c codeboost serve --db $WORK/data/cb.db", Run: cmdExecRace},
+		Command{Name: "await-file", Kind: Action, Usage: "await-file PATH",
+			Summary: "waits, up to 20 s of real time, until a real process has written PATH (its ready file); only for real-process cases, which cannot use virtual time",
+			Example: "await-file $WORK/a.ready", Run: cmdAwaitFile},
 	)
 }
 
@@ -195,4 +198,19 @@ func cmdExecRace(ts *gts.TestScript, neg bool, a argSet) {
 	}
 	sort.Strings(lines)
 	fmt.Fprintf(ts.Stdout(), "ready: %d\n%s\n", n, strings.Join(lines, "\n"))
+}
+
+func cmdAwaitFile(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: await-file PATH")
+	}
+	path := ts.MkAbs(a.pos[0])
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("%s did not appear within 20 s", path)
 }
