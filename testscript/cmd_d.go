@@ -31,7 +31,7 @@ func init() {
 		Command{Name: "aborted", Kind: Assertion, Usage: "[!] aborted OP ATTEMPT",
 			Summary: "asserts that the coordinator aborted the held operation's signal (and that it is still held: awaited)",
 			Example: "aborted clone A", Run: cmdAborted},
-		Command{Name: "settle", Kind: Action, Keys: []Key{K("exit", Int), K("output", Text), K("stop", Text), K("diag", Text), K("unreleased", Int)}, Usage: "settle ATTEMPT [exit=N] [output=JSON] [stop=REASON] [diag=TEXT] [unreleased=N]",
+		Command{Name: "settle", Kind: Action, Keys: []Key{K("exit", Int), K("output", Text), K("stop", StopReason), K("diag", Text), K("unreleased", Int)}, Usage: "settle ATTEMPT [exit=N] [output=JSON] [stop=REASON] [diag=TEXT] [unreleased=N]",
 			Summary: "resolves the handle's Settled; D's own first stop reason, if it has one, wins over stop=",
 			Example: "settle A exit=1 output='boom'", Run: cmdSettle},
 		Command{Name: "d-stops", Kind: Action, Usage: "d-stops ATTEMPT REASON",
@@ -152,6 +152,9 @@ func cmdDStops(ts *gts.TestScript, neg bool, a argSet) {
 		ts.Fatalf("usage: d-stops ATTEMPT REASON")
 	}
 	s := get(ts)
+	if err := StopReason.check(a.pos[1]); err != nil {
+		ts.Fatalf("d-stops: reason %s: %v", a.pos[1], err)
+	}
 	s.handle(ts, a.pos[0]).StopOnItsOwn(words.StopReason(a.pos[1]))
 }
 

@@ -518,6 +518,11 @@ func cmdHTTPWait(ts *gts.TestScript, neg bool, a argSet) {
 	if len(a.pos) < 1 {
 		ts.Fatalf("usage: http-wait NAME [status=CODE|destroyed] [close]")
 	}
+	for _, w := range a.pos[1:] {
+		if w != "destroyed" && w != "close" {
+			ts.Fatalf("http-wait: %q is neither destroyed nor close", w)
+		}
+	}
 	p := s.partial(ts, a.pos[0])
 	wantDestroyed := slicesContains(a.pos[1:], "destroyed")
 	if wantDestroyed && !isClosed(p.body.closed) {

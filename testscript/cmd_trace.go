@@ -24,7 +24,10 @@ func cmdTraced(ts *gts.TestScript, neg bool, a argSet) {
 		ts.Fatalf("usage: traced REGEXP [times=N]")
 	}
 	s := get(ts)
-	re := regexp.MustCompile(a.pos[0])
+	re, err := regexp.Compile(a.pos[0])
+	if err != nil {
+		ts.Fatalf("traced: %v", err)
+	}
 	var found []string
 	for _, l := range s.world(ts).Lines() {
 		if re.MatchString(l) {
@@ -56,7 +59,10 @@ func cmdOrder(ts *gts.TestScript, neg bool, a argSet) {
 	lines := s.world(ts).Lines()
 	i := 0
 	for _, p := range a.pos {
-		re := regexp.MustCompile(p)
+		re, err := regexp.Compile(p)
+		if err != nil {
+			ts.Fatalf("order: %v", err)
+		}
 		for i < len(lines) && !re.MatchString(lines[i]) {
 			i++
 		}

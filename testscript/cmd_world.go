@@ -28,7 +28,7 @@ func init() {
 		Command{Name: "runner", Kind: Action, Keys: []Key{K("slots", Int), K("timeout", Duration), K("budget", Duration), K("cap", Int), K("kinds", Text), K("seed", Int)}, Usage: "runner [slots=N] [timeout=D] [budget=D] [cap=BYTES] [kinds=k1,k2] [seed=N]",
 			Summary: "configures the world's runner; only before the first command that uses the world",
 			Example: "runner slots=1 budget=1h timeout=10m", Run: cmdRunner},
-		Command{Name: "new-task", Kind: Action, Keys: []Key{K("task", Name), K("repo", Text), K("plan", Text), K("status", Text), K("items", Int), K("snapshot", Name)}, Usage: "[!] new-task NAME [task=ID] [repo=R] [plan=P] [status=S] [items=N] [snapshot=S]",
+		Command{Name: "new-task", Kind: Action, Keys: []Key{K("task", Name), K("repo", Text), K("plan", Text), K("status", TaskStatus), K("items", Int), K("snapshot", Name)}, Usage: "[!] new-task NAME [task=ID] [repo=R] [plan=P] [status=S] [items=N] [snapshot=S]",
 			Summary: "creates a plan at revision 1 and its task (status queued unless given)",
 			Example: "new-task T1 items=2", Run: cmdNewTask},
 		Command{Name: "advance", Kind: Action, Usage: "advance DURATION",

@@ -30,6 +30,7 @@ import (
 	"github.com/codeboost/codeboost/failpoints"
 	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/sim"
+	"github.com/codeboost/codeboost/words"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -376,6 +377,21 @@ var ActionName = Value{"NAME|raw:ID|len:N", func(v string) error {
 	}
 	return Name.check(v)
 }}
+
+// TaskStatus is a task status, as the contract words it.
+var TaskStatus = Enum(taskStatuses()...)
+
+func taskStatuses() []string {
+	out := make([]string, len(words.TaskStatuses))
+	for i, st := range words.TaskStatuses {
+		out[i] = string(st)
+	}
+	return out
+}
+
+// StopReason is one of D's own stop reasons.
+var StopReason = Enum(string(words.StopCancelled), string(words.StopShutdown), string(words.StopTimeout),
+	string(words.StopOutputLimit), string(words.StopCaptureFailure))
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
