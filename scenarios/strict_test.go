@@ -210,3 +210,55 @@ func (r *eachT) Run(name string, f func(gts.T)) {
 	defer r.mu.Unlock()
 	r.results[name] = scriptResult{child.failed, child.log.String()}
 }
+
+// TestExamplesAreAccepted keeps the README's examples true to the strict
+// language: each command's example passes its own argument check.
+func TestExamplesAreAccepted(t *testing.T) {
+	for _, c := range cbts.Commands {
+		args := scriptWords(t, c.Example)
+		neg := len(args) > 0 && args[0] == "!"
+		if neg {
+			args = args[1:]
+		}
+		if len(args) == 0 || args[0] != c.Name {
+			t.Errorf("%s's example %q does not run %s", c.Name, c.Example, c.Name)
+			continue
+		}
+		if err := c.Check(neg, args[1:]); err != nil {
+			t.Errorf("%s's example %q is refused: %v", c.Name, c.Example, err)
+		}
+	}
+}
+
+// scriptWords splits a script line as testscript does: spaces separate
+// words, single quotes quote, and '' inside quotes is one quote.
+func scriptWords(t *testing.T, line string) []string {
+	var out []string
+	var cur strings.Builder
+	quoted, have := false, false
+	for i := 0; i < len(line); i++ {
+		switch ch := line[i]; {
+		case ch == '\'' && quoted && i+1 < len(line) && line[i+1] == '\'':
+			cur.WriteByte('\'')
+			i++
+		case ch == '\'':
+			quoted, have = !quoted, true
+		case ch == ' ' && !quoted:
+			if have {
+				out = append(out, cur.String())
+			}
+			cur.Reset()
+			have = false
+		default:
+			cur.WriteByte(ch)
+			have = true
+		}
+	}
+	if quoted {
+		t.Fatalf("unterminated quote in %q", line)
+	}
+	if have {
+		out = append(out, cur.String())
+	}
+	return out
+}

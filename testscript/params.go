@@ -201,16 +201,32 @@ type argSet struct {
 // keyRE is what a k=v argument looks like; anything else is positional.
 var keyRE = regexp.MustCompile(`(?s)^([a-z][a-z0-9-]*~?)=(.*)$`)
 
-// parse splits args into positional ones and keys and refuses, with the
-// script's file and line (ts.Fatalf), a ! the command does not take, a key
-// it does not declare (naming the nearest one it does), a key given twice
-// and a value of the wrong form.
+// parse splits args into positional ones and keys, and fails the step
+// (ts.Fatalf: testscript prefixes the script's file and line) on anything
+// Check refuses.
 func (c *Command) parse(ts *gts.TestScript, neg bool, args []string) argSet {
+	a, err := c.check(neg, args)
+	if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	return a
+}
+
+// Check refuses what the command would otherwise ignore or misread: a !
+// it does not take, an argument to a command that takes none, a key it
+// does not take (naming the nearest one it does), a key given twice and a
+// value of the wrong form.
+func (c *Command) Check(neg bool, args []string) error {
+	_, err := c.check(neg, args)
+	return err
+}
+
+func (c *Command) check(neg bool, args []string) (argSet, error) {
 	if neg && !c.Negatable() {
-		ts.Fatalf("%s does not take !: its usage is %s", c.Name, c.Usage)
+		return argSet{}, fmt.Errorf("%s does not take !: its usage is %s", c.Name, c.Usage)
 	}
 	if len(args) > 0 && c.takesNoArguments() {
-		ts.Fatalf("%s takes no arguments, given %q", c.Name, args)
+		return argSet{}, fmt.Errorf("%s takes no arguments, given %q", c.Name, args)
 	}
 	a := argSet{cmd: c.Name, kv: map[string]string{}, keys: map[string]Key{}}
 	for _, k := range c.Keys {
@@ -225,17 +241,17 @@ func (c *Command) parse(ts *gts.TestScript, neg bool, args []string) argSet {
 		k, v := m[1], m[2]
 		key, ok := a.keys[k]
 		if !ok {
-			ts.Fatalf("%s", c.unknownKey(k))
+			return argSet{}, errors.New(c.unknownKey(k))
 		}
 		if _, dup := a.kv[k]; dup {
-			ts.Fatalf("%s: key %s= given twice", c.Name, k)
+			return argSet{}, fmt.Errorf("%s: key %s= given twice", c.Name, k)
 		}
 		if err := key.Value.check(v); err != nil {
-			ts.Fatalf("%s: %s=%s: %v", c.Name, k, v, err)
+			return argSet{}, fmt.Errorf("%s: %s=%s: %v", c.Name, k, v, err)
 		}
 		a.kv[k] = v
 	}
-	return a
+	return a, nil
 }
 
 // unknownKey is the refusal of key k: the nearest declared key, and all

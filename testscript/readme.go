@@ -15,7 +15,7 @@ func Reference() string {
 	b.WriteString("## Commands\n\n")
 	b.WriteString("Every command below is defined in `testscript/`; this section is generated from those definitions (`go test ./scenarios -run TestReadme -update`).\n")
 	b.WriteString("A leading `!` means the command must fail; only a command whose usage starts with `[!]` takes one. The built-in testscript commands (`stdout`, `stderr`, `cmp`, `exec`, …) work as usual.\n\n")
-	b.WriteString("A command takes only the `key=value` arguments listed under it, each with the form of its value; a key it does not take (a misspelling), a key given twice, or a value of the wrong form fails the scenario at that line, naming the key. An argument that does not start with a lowercase `key=` is positional.\n\n")
+	b.WriteString("A command takes only the `key=value` arguments listed under it, each with the form of its value; a key it does not take (a misspelling), a key given twice, or a value of the wrong form fails the scenario at that line, naming the key. An argument that does not start with a lowercase `key=` is positional (and so is every argument of a command that reads its own grammar, such as `order`).\n\n")
 	for _, k := range []struct {
 		kind  Kind
 		title string
@@ -30,6 +30,12 @@ func Reference() string {
 				continue
 			}
 			fmt.Fprintf(&b, "#### %s\n\n`%s`\n\n%s.\n\n", c.Name, c.Usage, upper(c.Summary))
+			switch {
+			case c.Words:
+				b.WriteString("Every argument is positional, read by the command's own grammar.\n\n")
+			case c.Pos > 0:
+				fmt.Fprintf(&b, "The first %d argument(s) are positional whatever they hold.\n\n", c.Pos)
+			}
 			if len(c.Keys) > 0 {
 				parts := make([]string, len(c.Keys))
 				for i, key := range c.Keys {
