@@ -231,7 +231,7 @@ func TestExamplesAreAccepted(t *testing.T) {
 }
 
 // scriptWords splits a script line as testscript does: spaces separate
-// words, single quotes quote, and ” inside quotes is one quote.
+// words, single quotes quote, and two single quotes inside quotes are one.
 func scriptWords(t *testing.T, line string) []string {
 	var out []string
 	var cur strings.Builder
