@@ -262,3 +262,18 @@ func scriptWords(t *testing.T, line string) []string {
 	}
 	return out
 }
+
+// TestNamesSayTheKind keeps a command's name telling a reader what it does:
+// a past participle (traced, drained, d-cancelled) asserts, and a command
+// named for a change (set-, new-, plant-, remove-, read-) acts.
+func TestNamesSayTheKind(t *testing.T) {
+	acting := regexp.MustCompile(`^(set|new|plant|remove|read)-`)
+	for _, c := range cbts.Commands {
+		if strings.HasSuffix(c.Name, "ed") && c.Kind != cbts.Assertion {
+			t.Errorf("%s reads as an assertion (a past participle) but is an action", c.Name)
+		}
+		if acting.MatchString(c.Name) && c.Kind != cbts.Action {
+			t.Errorf("%s reads as an action but is an assertion", c.Name)
+		}
+	}
+}

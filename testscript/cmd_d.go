@@ -55,9 +55,9 @@ func init() {
 		Command{Name: "set-diff", Kind: Action, Usage: "set-diff ATTEMPT TEXT",
 			Summary: "sets what an export of the attempt's task storage returns",
 			Example: "set-diff A 'diff --git a/x b/x'", Run: cmdSetDiff},
-		Command{Name: "tree-refused", Kind: Action, Usage: "tree-refused ATTEMPT WHY",
+		Command{Name: "refuse-tree", Kind: Action, Usage: "refuse-tree ATTEMPT WHY",
 			Summary: "makes D's check of the attempt's task tree refuse it (TaskTreeRefused: the tree is not a clean copy of the head, or a declared file operation does not fit it), saying WHY",
-			Example: "tree-refused A 'create README.md: the head has it'", Run: cmdTreeRefused},
+			Example: "refuse-tree A 'create README.md: the head has it'", Run: cmdTreeRefused},
 		Command{Name: "agent-leaves", Kind: Action, Words: true, Usage: "agent-leaves ATTEMPT ENTRY...",
 			Summary: "sets what inspecting the attempt's task storage finds (D's change manifest, which the runner's audit judges); ENTRY is metadata, cut, KIND=PATH (KIND added, modified, deleted, type-changed, ignored, nested, gitlink, dotgit, special, refused) or symlink=PATH->TARGET",
 			Example: "agent-leaves A modified=README.md ignored=build/out.o", Run: cmdAgentLeaves},
@@ -222,7 +222,7 @@ func cmdSetDiff(ts *gts.TestScript, neg bool, a argSet) {
 
 func cmdTreeRefused(ts *gts.TestScript, neg bool, a argSet) {
 	if len(a.pos) != 2 {
-		ts.Fatalf("usage: tree-refused ATTEMPT WHY")
+		ts.Fatalf("usage: refuse-tree ATTEMPT WHY")
 	}
 	s := get(ts)
 	s.world(ts).D.RefuseTree(s.attempt(ts, a.pos[0]), a.pos[1])

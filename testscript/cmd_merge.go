@@ -30,9 +30,9 @@ func init() {
 		Command{Name: "merge-click", Kind: Action, Keys: []Key{K("as", Name), K("action", ActionName), K("sv", Int), K("rv", Int)}, Usage: "[!] merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
 			Summary: "a merge click straight at the merge coordinator: its GitHub read, then the user action (beginMergeAttempt and its guards), then the final check, the boundary and the merge command; names the attempt",
 			Example: "merge-click T1 as=M action=m1", Run: cmdMergeClick},
-		Command{Name: "merge-status", Kind: Action, Usage: "[!] merge-status TASK",
+		Command{Name: "read-merge-status", Kind: Action, Usage: "[!] read-merge-status TASK",
 			Summary: "displayStatus: the task's latest merge attempt, with GitHub read again (and what it shows recorded, through the write gate) while the attempt is in flight; prints it",
-			Example: "merge-status T1", Run: cmdMergeStatus},
+			Example: "read-merge-status T1", Run: cmdMergeStatus},
 		Command{Name: "merge-stop", Kind: Action, Usage: "merge-stop",
 			Summary: "shutdown step 1's half for merges (no merge is admitted and no merge command is sent after it), then step 3's check whether a merge is still in flight",
 			Example: "merge-stop", Run: cmdMergeStop},
@@ -139,13 +139,13 @@ func printMerge(ts *gts.TestScript, s *scenario, st merge.Status) {
 func cmdMergeStatus(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	if len(a.pos) != 1 {
-		ts.Fatalf("usage: merge-status TASK")
+		ts.Fatalf("usage: read-merge-status TASK")
 	}
 	st, err := s.world(ts).Merge.DisplayStatus(context.Background(), s.planKey(ts, a.pos[0]))
 	if err == nil {
 		printMerge(ts, s, st)
 	}
-	s.expect(ts, neg, "merge-status", err)
+	s.expect(ts, neg, "read-merge-status", err)
 }
 
 func cmdMergeStop(ts *gts.TestScript, neg bool, a argSet) {

@@ -16,6 +16,7 @@ func Reference() string {
 	b.WriteString("Every command below is defined in `testscript/`; this section is generated from those definitions (`go test ./scenarios -run TestReadme -update`).\n")
 	b.WriteString("A leading `!` means the command must fail; only a command whose usage starts with `[!]` takes one. The built-in testscript commands (`stdout`, `stderr`, `cmp`, `exec`, …) work as usual.\n\n")
 	b.WriteString("A command takes only the `key=value` arguments listed under it, each with the form of its value; a key it does not take (a misspelling), a key given twice, or a value of the wrong form fails the scenario at that line, naming the key. An argument that does not start with a lowercase `key=` is positional (and so is every argument of a command that reads its own grammar, such as `order`).\n\n")
+	b.WriteString("Names say which is which: a command named for a change (`set-`, `new-`, `plant-`, `remove-`, `read-`, or a verb such as `admit` or `settle`) acts; a past participle (`traced`, `drained`, `d-cancelled`) or the name of what it checks (`attempt`, `slots`, `merge-row`) asserts.\n\n")
 	for _, k := range []struct {
 		kind  Kind
 		title string
