@@ -3,16 +3,17 @@ package testscript
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/codeboost/codeboost/runner"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
+// Several admissions delivered in one tick of the loop.
+
 func init() {
 	register(
-		Command{Name: "admit-tick", Usage: "admit-tick 'TASK KIND as=NAME [item=N] [sv=N]' 'TASK KIND as=NAME …'...",
+		Command{Name: "admit-tick", Kind: Action, Words: true, Keys: admitKeys, Usage: "admit-tick 'TASK KIND as=NAME [item=N] [sv=N]' 'TASK KIND as=NAME …'...",
 			Summary: "several callers (HTTP handlers in production) each call Admit while the loop is busy; their events queue in the given order and are then delivered one after another with nothing in between (the same tick); prints each one's outcome for stdout to match",
 			Example: "admit-tick 'T1 review as=A' 'T2 review as=B'", Run: cmdAdmitTick},
 	)
@@ -25,33 +26,32 @@ type tickResult struct {
 	done           chan struct{}
 }
 
-func cmdAdmitTick(ts *gts.TestScript, neg bool, args []string) {
+func cmdAdmitTick(ts *gts.TestScript, neg bool, a argSet) {
 	if neg {
 		ts.Fatalf("admit-tick does not take !: match each admission's outcome with stdout")
 	}
-	if len(args) < 2 {
+	if len(a.pos) < 2 {
 		ts.Fatalf("usage: admit-tick 'TASK KIND as=NAME' 'TASK KIND as=NAME'...")
 	}
 	s := get(ts)
 	w := s.world(ts)
-	results := make([]*tickResult, len(args))
+	results := make([]*tickResult, len(a.pos))
 	w.Loop.Hold()
 	seen := map[string]bool{}
-	for i, spec := range args {
-		a := parse(strings.Fields(spec))
+	// Each quoted spec is parsed as admit's arguments, with its keys.
+	specCmd := *command("admit-tick")
+	specCmd.Words = false
+	for i, spec := range a.pos {
+		a := specCmd.parse(ts, false, strings.Fields(spec))
 		if len(a.pos) != 2 {
 			ts.Fatalf("admit-tick: %q is not 'TASK KIND as=NAME'", spec)
 		}
 		key := s.planKey(ts, a.pos[0])
 		r := runner.AdmitRequest{PlanKey: key, Kind: a.pos[1], ExpectedStateVersion: s.stateVersion(ts, key, a)}
-		if v, ok := a.kv["item"]; ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				ts.Fatalf("item=%s: %v", v, err)
-			}
+		if n, ok := a.num("item"); ok {
 			r.Item = &n
 		}
-		name := a.kv["as"]
+		name := a.str("as")
 		if name != "" {
 			if _, err := w.ID(name); err == nil || seen[name] {
 				ts.Fatalf("admit-tick: name %s is already used", name)

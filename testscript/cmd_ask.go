@@ -16,31 +16,28 @@ import (
 
 func init() {
 	register(
-		Command{Name: "ask-open", Usage: "[!] ask-open",
+		Command{Name: "ask-open", Kind: Action, Usage: "[!] ask-open",
 			Summary: "runs Ask's startup (fails the questions an earlier process left, recovers Ask's owner's leftovers from D) and asserts that it opened",
 			Example: "ask-open", Run: cmdAskOpen},
-		Command{Name: "ask", Usage: "[!] ask TASK text=TEXT [item=N] [as=NAME] [action=NAME]",
+		Command{Name: "ask", Kind: Action, Keys: []Key{K("text", Text), K("item", Int), K("as", Name), K("action", ActionName)}, Usage: "[!] ask TASK text=TEXT [item=N] [as=NAME] [action=NAME]",
 			Summary: "asks a question as a user action (its note and pending row), and names the question; it then prepares and starts its read-only question attempt",
 			Example: "ask T1 'text=why this order?' item=1 as=Q1", Run: cmdAsk},
-		Command{Name: "question", Usage: "question NAME state=S [answer=TEXT] [reason=TEXT] [retryable=true|false] [item=N|none]",
+		Command{Name: "question", Kind: Assertion, Keys: []Key{K("state", Text), K("answer", Text), K("reason", Text), K("retryable", Bool), K("item", IntOrNone)}, Usage: "question NAME state=S [answer=TEXT] [reason=TEXT] [retryable=true|false] [item=N|none]",
 			Summary: "asserts a question's durable row",
 			Example: "question Q1 state=failed 'reason=Server stopped' retryable=true", Run: cmdQuestion},
-		Command{Name: "questions", Usage: "questions TASK N",
+		Command{Name: "questions", Kind: Assertion, Usage: "questions TASK N",
 			Summary: "asserts the number of the task's questions",
 			Example: "questions T1 2", Run: cmdQuestions},
-		Command{Name: "ask-stop", Usage: "ask-stop",
-			Summary: "shutdown step 1's half for questions (questions.stopAdmission()): a question reaching Ask from now on saves its note, starts no agent and is answered \"Server stopped\"",
-			Example: "ask-stop", Run: cmdAskStop},
-		Command{Name: "ask-close", Usage: "ask-close",
+		Command{Name: "ask-close", Kind: Action, Usage: "ask-close",
 			Summary: "shutdown step 6's questions.close(): aborts every question in flight; prints whether it has closed",
 			Example: "ask-close", Run: cmdAskClose},
-		Command{Name: "ask-closed", Usage: "[!] ask-closed",
+		Command{Name: "ask-closed", Kind: Assertion, Usage: "[!] ask-closed",
 			Summary: "asserts whether the channel ask-close returned has closed (every question settled, answered and its storage removed)",
 			Example: "ask-closed", Run: cmdAskClosed},
 	)
 }
 
-func cmdAskOpen(ts *gts.TestScript, neg bool, args []string) {
+func cmdAskOpen(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
 	if err := w.Ask.Open(context.Background()); err != nil {
@@ -59,25 +56,23 @@ func cmdAskOpen(ts *gts.TestScript, neg bool, args []string) {
 	s.expect(ts, neg, "ask-open", err)
 }
 
-func cmdAsk(ts *gts.TestScript, neg bool, args []string) {
+func cmdAsk(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: ask TASK text=TEXT [item=N] [as=NAME] [action=NAME]")
 	}
-	r := ask.Request{PlanKey: s.planKey(ts, a.pos[0]), ActionID: s.action(a), Text: a.kv["text"]}
-	if v, ok := a.kv["item"]; ok {
-		n := atoi(ts, "item", v)
+	r := ask.Request{PlanKey: s.planKey(ts, a.pos[0]), ActionID: s.action(a), Text: a.str("text")}
+	if n, ok := a.num("item"); ok {
 		r.Item = &n
 	}
-	if name := a.kv["as"]; name != "" {
+	if name := a.str("as"); name != "" {
 		if err := w.NameNext(name); err != nil {
 			ts.Fatalf("%v", err)
 		}
 	}
 	resp, err := w.Ask.Ask(context.Background(), r)
-	if a.kv["as"] != "" && err != nil {
+	if a.str("as") != "" && err != nil {
 		w.NameNext("") // nothing was admitted: the name stays free
 	}
 	printResponse(ts, s, resp)
@@ -100,9 +95,8 @@ func (s *scenario) question(ts *gts.TestScript, name string) store.Question {
 	return q
 }
 
-func cmdQuestion(ts *gts.TestScript, neg bool, args []string) {
+func cmdQuestion(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: question NAME state=S [answer=TEXT] [reason=TEXT] [retryable=BOOL] [item=N|none]")
 	}
@@ -115,34 +109,30 @@ func cmdQuestion(ts *gts.TestScript, neg bool, args []string) {
 		"retryable": strconv.FormatBool(q.Retryable), "item": item}
 	fmt.Fprintf(ts.Stdout(), "question %s: state=%s retryable=%v item=%s\n", a.pos[0], q.State, q.Retryable, item)
 	for _, k := range []string{"state", "answer", "reason", "retryable", "item"} {
-		if want, ok := a.kv[k]; ok && got[k] != want {
+		if want, ok := a.lookup(k); ok && got[k] != want {
 			s.fatal(ts, "question %s: %s is %q, want %q", a.pos[0], k, got[k], want)
 		}
 	}
 }
 
-func cmdQuestions(ts *gts.TestScript, neg bool, args []string) {
+func cmdQuestions(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 2 {
+	if len(a.pos) != 2 {
 		ts.Fatalf("usage: questions TASK N")
 	}
 	var qs []store.Question
 	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) {
-		qs, err = tx.Questions(s.planKey(ts, args[0]))
+		qs, err = tx.Questions(s.planKey(ts, a.pos[0]))
 		return err
 	}); err != nil {
 		ts.Fatalf("questions: %v", err)
 	}
-	if want := atoi(ts, "N", args[1]); len(qs) != want {
-		s.fatal(ts, "task %s has %d questions, want %d", args[0], len(qs), want)
+	if want := atoi(ts, "N", a.pos[1]); len(qs) != want {
+		s.fatal(ts, "task %s has %d questions, want %d", a.pos[0], len(qs), want)
 	}
 }
 
-func cmdAskStop(ts *gts.TestScript, neg bool, args []string) {
-	get(ts).world(ts).Ask.StopAdmission()
-}
-
-func cmdAskClose(ts *gts.TestScript, neg bool, args []string) {
+func cmdAskClose(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
 	closed, err := w.Ask.Close(context.Background())
@@ -164,7 +154,7 @@ func printClosing(ts *gts.TestScript, what string, closed <-chan struct{}) {
 	}
 }
 
-func cmdAskClosed(ts *gts.TestScript, neg bool, args []string) {
+func cmdAskClosed(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	s.assertClosed(ts, neg, "ask-closed before ask-close", "Ask closed", s.askClosed)
 }

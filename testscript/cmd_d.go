@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/codeboost/codeboost/dadapter"
@@ -14,78 +13,82 @@ import (
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
+// The simulated D: how it answers each operation, the settlement of an
+// invocation, its own stops, and the task storage and attempt directories
+// it leaves.
+
 func init() {
 	register(
-		Command{Name: "d", Usage: "d OP auto|hold|fail|refuse [MESSAGE]",
+		Command{Name: "d", Kind: Action, Usage: "d OP auto|hold|fail|refuse [MESSAGE]",
 			Summary: "sets how the simulated D answers later requests of OP (storage, clone, start, export, remove, commit, release-commit, recover, inspect, check-tree): at once, held until the script releases it, with an error, or (refuse, storage and clone only) with an error before spawning any process group",
 			Example: "d clone hold", Run: cmdD},
-		Command{Name: "release", Usage: "release OP ATTEMPT",
+		Command{Name: "release", Kind: Action, Usage: "release OP ATTEMPT",
 			Summary: "lets a held D operation finish; an aborted one reports its abort, as a helper that stopped its process group does",
 			Example: "release clone A", Run: cmdRelease},
-		Command{Name: "fail-op", Usage: "fail-op OP ATTEMPT MESSAGE",
+		Command{Name: "fail-op", Kind: Action, Usage: "fail-op OP ATTEMPT MESSAGE",
 			Summary: "ends a held D operation with an error",
 			Example: "fail-op clone A 'fatal: repository not found'", Run: cmdFailOp},
-		Command{Name: "aborted", Usage: "[!] aborted OP ATTEMPT",
+		Command{Name: "aborted", Kind: Assertion, Usage: "[!] aborted OP ATTEMPT",
 			Summary: "asserts that the coordinator aborted the held operation's signal (and that it is still held: awaited)",
 			Example: "aborted clone A", Run: cmdAborted},
-		Command{Name: "settle", Usage: "settle ATTEMPT [exit=N] [output=JSON] [stop=REASON] [diag=TEXT] [unreleased=N]",
+		Command{Name: "settle", Kind: Action, Keys: []Key{K("exit", Int), K("output", Text), K("stop", StopReason), K("diag", Text), K("unreleased", Int)}, Usage: "settle ATTEMPT [exit=N] [output=JSON] [stop=REASON] [diag=TEXT] [unreleased=N]",
 			Summary: "resolves the handle's Settled; D's own first stop reason, if it has one, wins over stop=",
 			Example: "settle A exit=1 output='boom'", Run: cmdSettle},
-		Command{Name: "d-stops", Usage: "d-stops ATTEMPT REASON",
+		Command{Name: "d-stops", Kind: Action, Usage: "d-stops ATTEMPT REASON",
 			Summary: "D stops the invocation for its own reason (timeout, output-limit, capture-failure) and keeps Settled pending",
 			Example: "d-stops A timeout", Run: cmdDStops},
-		Command{Name: "started", Usage: "[!] started ATTEMPT",
+		Command{Name: "started", Kind: Assertion, Usage: "[!] started ATTEMPT",
 			Summary: "asserts whether D's start was called for the attempt",
 			Example: "! started A", Run: cmdStarted},
-		Command{Name: "d-cancels", Usage: "d-cancels ATTEMPT [REASON,REASON...|none]",
+		Command{Name: "d-cancelled", Kind: Assertion, Usage: "d-cancelled ATTEMPT [REASON,REASON...|none]",
 			Summary: "asserts the exact reasons handle.Cancel was called with, in order",
-			Example: "d-cancels A cancelled", Run: cmdDCancels},
-		Command{Name: "storage", Usage: "storage ATTEMPT present|absent",
+			Example: "d-cancelled A cancelled", Run: cmdDCancels},
+		Command{Name: "storage", Kind: Assertion, Usage: "storage ATTEMPT present|absent",
 			Summary: "asserts whether the attempt's task storage (volumes and keeper) exists in the simulated D",
 			Example: "storage A absent", Run: cmdStorage},
-		Command{Name: "remove-storage-by-hand", Usage: "remove-storage-by-hand ATTEMPT",
+		Command{Name: "remove-storage-by-hand", Kind: Action, Usage: "remove-storage-by-hand ATTEMPT",
 			Summary: "a person deletes the attempt's task storage behind the runner's back (docker volume rm)",
 			Example: "remove-storage-by-hand A", Run: cmdRemoveStorageByHand},
-		Command{Name: "hostfiles", Usage: "hostfiles ATTEMPT present|absent",
+		Command{Name: "hostfiles", Kind: Assertion, Usage: "hostfiles ATTEMPT present|absent",
 			Summary: "asserts whether the attempt directory <root>/<owner>/attempts/<id> exists on disk",
 			Example: "hostfiles A absent", Run: cmdHostFiles},
-		Command{Name: "set-diff", Usage: "set-diff ATTEMPT TEXT",
+		Command{Name: "set-diff", Kind: Action, Usage: "set-diff ATTEMPT TEXT",
 			Summary: "sets what an export of the attempt's task storage returns",
 			Example: "set-diff A 'diff --git a/x b/x'", Run: cmdSetDiff},
-		Command{Name: "tree-refused", Usage: "tree-refused ATTEMPT WHY",
+		Command{Name: "refuse-tree", Kind: Action, Usage: "refuse-tree ATTEMPT WHY",
 			Summary: "makes D's check of the attempt's task tree refuse it (TaskTreeRefused: the tree is not a clean copy of the head, or a declared file operation does not fit it), saying WHY",
-			Example: "tree-refused A 'create README.md: the head has it'", Run: cmdTreeRefused},
-		Command{Name: "agent-leaves", Usage: "agent-leaves ATTEMPT ENTRY...",
+			Example: "refuse-tree A 'create README.md: the head has it'", Run: cmdTreeRefused},
+		Command{Name: "agent-leaves", Kind: Action, Words: true, Usage: "agent-leaves ATTEMPT ENTRY...",
 			Summary: "sets what inspecting the attempt's task storage finds (D's change manifest, which the runner's audit judges); ENTRY is metadata, cut, KIND=PATH (KIND added, modified, deleted, type-changed, ignored, nested, gitlink, dotgit, special, refused) or symlink=PATH->TARGET",
 			Example: "agent-leaves A modified=README.md ignored=build/out.o", Run: cmdAgentLeaves},
 	)
 }
 
-func cmdD(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) < 2 || len(args) > 3 {
+func cmdD(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) < 2 || len(a.pos) > 3 {
 		ts.Fatalf("usage: d OP auto|hold|fail|refuse [MESSAGE]")
 	}
-	p := simd.Policy{Mode: args[1]}
-	if len(args) == 3 {
-		p.Msg = args[2]
+	p := simd.Policy{Mode: a.pos[1]}
+	if len(a.pos) == 3 {
+		p.Msg = a.pos[2]
 	}
 	if p.Mode == "fail" && p.Msg == "" {
-		p.Msg = args[0] + " failed"
+		p.Msg = a.pos[0] + " failed"
 	}
-	if err := get(ts).world(ts).D.SetPolicy(args[0], p); err != nil {
+	if err := get(ts).world(ts).D.SetPolicy(a.pos[0], p); err != nil {
 		ts.Fatalf("%v", err)
 	}
 }
 
-func cmdRelease(ts *gts.TestScript, neg bool, args []string) {
-	finishOp(ts, args, nil, "usage: release OP ATTEMPT", 2)
+func cmdRelease(ts *gts.TestScript, neg bool, a argSet) {
+	finishOp(ts, a.pos, nil, "usage: release OP ATTEMPT", 2)
 }
 
-func cmdFailOp(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 3 {
+func cmdFailOp(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 3 {
 		ts.Fatalf("usage: fail-op OP ATTEMPT MESSAGE")
 	}
-	finishOp(ts, args[:2], errors.New(args[2]), "", 2)
+	finishOp(ts, a.pos[:2], errors.New(a.pos[2]), "", 2)
 }
 
 func finishOp(ts *gts.TestScript, args []string, err error, usage string, n int) {
@@ -100,17 +103,17 @@ func finishOp(ts *gts.TestScript, args []string, err error, usage string, n int)
 	w.Loop.Drain()
 }
 
-func cmdAborted(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
+func cmdAborted(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
 		ts.Fatalf("usage: aborted OP ATTEMPT")
 	}
 	s := get(ts)
-	got, err := s.world(ts).D.Aborted(args[0], s.attempt(ts, args[1]))
+	got, err := s.world(ts).D.Aborted(a.pos[0], s.attempt(ts, a.pos[1]))
 	if err != nil {
 		s.fatal(ts, "%v (an operation that already ended was not awaited)", err)
 	}
 	if got == neg {
-		s.fatal(ts, "held %s of %s: aborted=%v, want %v", args[0], args[1], got, !neg)
+		s.fatal(ts, "held %s of %s: aborted=%v, want %v", a.pos[0], a.pos[1], got, !neg)
 	}
 }
 
@@ -122,20 +125,18 @@ func (s *scenario) handle(ts *gts.TestScript, name string) *simd.Handle {
 	return h
 }
 
-func cmdSettle(ts *gts.TestScript, neg bool, args []string) {
+func cmdSettle(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: settle ATTEMPT [k=v...]")
 	}
 	h := s.handle(ts, a.pos[0])
-	st := dadapter.Settlement{Output: []byte(or(a.kv["output"], `{"ok":true}`)), Diagnostic: a.kv["diag"],
-		StopReason: words.StopReason(a.kv["stop"])}
-	if v, ok := a.kv["exit"]; ok {
-		st.ExitCode, _ = strconv.Atoi(v)
+	st := dadapter.Settlement{Output: []byte(or(a.str("output"), `{"ok":true}`)), Diagnostic: a.str("diag"),
+		StopReason: words.StopReason(a.str("stop"))}
+	if n, ok := a.num("exit"); ok {
+		st.ExitCode = n
 	}
-	if v, ok := a.kv["unreleased"]; ok {
-		n, _ := strconv.Atoi(v)
+	if n, ok := a.num("unreleased"); ok {
 		for i := 0; i < n; i++ {
 			st.Unreleased = append(st.Unreleased, dadapter.Resource{Kind: "container", ID: fmt.Sprintf("c%d", i)})
 		}
@@ -146,94 +147,97 @@ func cmdSettle(ts *gts.TestScript, neg bool, args []string) {
 	s.world(ts).Loop.Drain()
 }
 
-func cmdDStops(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
+func cmdDStops(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
 		ts.Fatalf("usage: d-stops ATTEMPT REASON")
 	}
 	s := get(ts)
-	s.handle(ts, args[0]).StopOnItsOwn(words.StopReason(args[1]))
+	if err := StopReason.check(a.pos[1]); err != nil {
+		ts.Fatalf("d-stops: reason %s: %v", a.pos[1], err)
+	}
+	s.handle(ts, a.pos[0]).StopOnItsOwn(words.StopReason(a.pos[1]))
 }
 
-func cmdStarted(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
+func cmdStarted(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: started ATTEMPT")
 	}
 	s := get(ts)
-	got := s.world(ts).D.Handle(s.attempt(ts, args[0])) != nil
+	got := s.world(ts).D.Handle(s.attempt(ts, a.pos[0])) != nil
 	if got == neg {
-		s.fatal(ts, "D start called for %s: %v, want %v", args[0], got, !neg)
+		s.fatal(ts, "D start called for %s: %v, want %v", a.pos[0], got, !neg)
 	}
 }
 
-func cmdDCancels(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: d-cancels ATTEMPT REASONS")
+func cmdDCancels(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: d-cancelled ATTEMPT REASONS")
 	}
 	s := get(ts)
 	var got []string
-	for _, r := range s.handle(ts, args[0]).Cancels() {
+	for _, r := range s.handle(ts, a.pos[0]).Cancels() {
 		got = append(got, string(r))
 	}
-	want := args[1]
+	want := a.pos[1]
 	if want == "none" {
 		want = ""
 	}
 	if strings.Join(got, ",") != want {
-		s.fatal(ts, "handle.Cancel calls for %s: %q, want %q", args[0], strings.Join(got, ","), want)
+		s.fatal(ts, "handle.Cancel calls for %s: %q, want %q", a.pos[0], strings.Join(got, ","), want)
 	}
 }
 
-func cmdStorage(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 || (args[1] != "present" && args[1] != "absent") {
+func cmdStorage(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 || (a.pos[1] != "present" && a.pos[1] != "absent") {
 		ts.Fatalf("usage: storage ATTEMPT present|absent")
 	}
 	s := get(ts)
-	got := s.world(ts).D.StoragePresent(s.attempt(ts, args[0]))
-	if got != (args[1] == "present") {
-		s.fatal(ts, "task storage of %s present=%v, want %s", args[0], got, args[1])
+	got := s.world(ts).D.StoragePresent(s.attempt(ts, a.pos[0]))
+	if got != (a.pos[1] == "present") {
+		s.fatal(ts, "task storage of %s present=%v, want %s", a.pos[0], got, a.pos[1])
 	}
 }
 
-func cmdHostFiles(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 || (args[1] != "present" && args[1] != "absent") {
+func cmdHostFiles(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 || (a.pos[1] != "present" && a.pos[1] != "absent") {
 		ts.Fatalf("usage: hostfiles ATTEMPT present|absent")
 	}
 	s := get(ts)
 	w := s.world(ts)
-	dir := filepath.Join(w.Root(), w.Owner, "attempts", s.attempt(ts, args[0]))
+	dir := filepath.Join(w.Root(), w.Owner, "attempts", s.attempt(ts, a.pos[0]))
 	_, err := os.Lstat(dir)
 	got := err == nil
-	if got != (args[1] == "present") {
-		s.fatal(ts, "attempt directory of %s present=%v, want %s", args[0], got, args[1])
+	if got != (a.pos[1] == "present") {
+		s.fatal(ts, "attempt directory of %s present=%v, want %s", a.pos[0], got, a.pos[1])
 	}
 }
 
-func cmdSetDiff(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
+func cmdSetDiff(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
 		ts.Fatalf("usage: set-diff ATTEMPT TEXT")
 	}
 	s := get(ts)
-	s.world(ts).D.SetDiff(s.attempt(ts, args[0]), args[1])
+	s.world(ts).D.SetDiff(s.attempt(ts, a.pos[0]), a.pos[1])
 }
 
-func cmdTreeRefused(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: tree-refused ATTEMPT WHY")
+func cmdTreeRefused(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: refuse-tree ATTEMPT WHY")
 	}
 	s := get(ts)
-	s.world(ts).D.RefuseTree(s.attempt(ts, args[0]), args[1])
+	s.world(ts).D.RefuseTree(s.attempt(ts, a.pos[0]), a.pos[1])
 }
 
-func cmdAgentLeaves(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) < 2 {
+func cmdAgentLeaves(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) < 2 {
 		ts.Fatalf("usage: agent-leaves ATTEMPT ENTRY...")
 	}
-	m, err := parseManifest(args[1:])
+	m, err := parseManifest(a.pos[1:])
 	if err != nil {
 		ts.Fatalf("agent-leaves: %v", err)
 	}
 	s := get(ts)
-	s.world(ts).D.SetChanges(s.attempt(ts, args[0]), m)
+	s.world(ts).D.SetChanges(s.attempt(ts, a.pos[0]), m)
 }
 
 // parseManifest reads agent-leaves' entries into a change manifest.
@@ -280,12 +284,12 @@ func parseManifest(entries []string) (dadapter.ChangeManifest, error) {
 	return m, nil
 }
 
-func cmdRemoveStorageByHand(ts *gts.TestScript, neg bool, args []string) {
+func cmdRemoveStorageByHand(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 1 {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: remove-storage-by-hand ATTEMPT")
 	}
-	if !s.world(ts).D.RemoveStorageByHand(s.attempt(ts, args[0])) {
-		ts.Fatalf("remove-storage-by-hand: %s has no task storage", args[0])
+	if !s.world(ts).D.RemoveStorageByHand(s.attempt(ts, a.pos[0])) {
+		ts.Fatalf("remove-storage-by-hand: %s has no task storage", a.pos[0])
 	}
 }

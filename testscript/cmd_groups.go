@@ -14,25 +14,24 @@ import (
 
 func init() {
 	register(
-		Command{Name: "group-alive", Usage: "group-alive ATTEMPT yes|no [op=storage|clone]",
+		Command{Name: "group-alive", Kind: Assertion, Keys: []Key{K("op", Enum("storage", "clone"))}, Usage: "group-alive ATTEMPT yes|no [op=storage|clone]",
 			Summary: "asserts whether a preparation process group of the attempt (of that op, or any) is still alive in the simulated host",
 			Example: "group-alive A yes op=clone", Run: cmdGroupAlive},
-		Command{Name: "reuse-group-ids", Usage: "reuse-group-ids ATTEMPT",
+		Command{Name: "reuse-group-ids", Kind: Action, Usage: "reuse-group-ids ATTEMPT",
 			Summary: "the host reuses the numbers of the attempt's ended preparation groups for unrelated live process groups (another identity)",
 			Example: "reuse-group-ids A", Run: cmdReuseGroupIDs},
-		Command{Name: "prep", Usage: "prep ATTEMPT [started=set|unset] [group=set|unset]",
+		Command{Name: "prep", Kind: Assertion, Keys: []Key{K("started", SetOr), K("group", SetOr)}, Usage: "prep ATTEMPT [started=set|unset] [group=set|unset]",
 			Summary: "asserts the attempt row's preparation owner: preparation_started_at, and the saved process group (preparation_pgid with its identity)",
 			Example: "prep A started=set group=set", Run: cmdPrep},
 	)
 }
 
-func cmdGroupAlive(ts *gts.TestScript, neg bool, args []string) {
+func cmdGroupAlive(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 2 || (a.pos[1] != "yes" && a.pos[1] != "no") {
 		ts.Fatalf("usage: group-alive ATTEMPT yes|no [op=storage|clone]")
 	}
-	op := a.kv["op"]
+	op := a.str("op")
 	switch op {
 	case "", simd.OpStorage, simd.OpClone:
 	default:
@@ -44,9 +43,8 @@ func cmdGroupAlive(ts *gts.TestScript, neg bool, args []string) {
 	}
 }
 
-func cmdPrep(ts *gts.TestScript, neg bool, args []string) {
+func cmdPrep(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: prep ATTEMPT [started=set|unset] [group=set|unset]")
 	}
@@ -59,15 +57,15 @@ func cmdPrep(ts *gts.TestScript, neg bool, args []string) {
 		group = "pgid " + strconv.Itoa(*at.PreparationPGID) + " without identity"
 	}
 	got := map[string]string{"started": setStr(at.PreparationStartedAt != nil), "group": group}
-	s.compare(ts, "prep "+a.pos[0], a.kv, got)
+	s.compare(ts, "prep "+a.pos[0], a.given(), got)
 }
 
-func cmdReuseGroupIDs(ts *gts.TestScript, neg bool, args []string) {
+func cmdReuseGroupIDs(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 1 {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: reuse-group-ids ATTEMPT")
 	}
-	if s.world(ts).D.ReuseGroupIDs(s.attempt(ts, args[0])) == 0 {
-		ts.Fatalf("reuse-group-ids: %s has no ended preparation group", args[0])
+	if s.world(ts).D.ReuseGroupIDs(s.attempt(ts, a.pos[0])) == 0 {
+		ts.Fatalf("reuse-group-ids: %s has no ended preparation group", a.pos[0])
 	}
 }

@@ -2,13 +2,11 @@ package testscript
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http/httptest"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +15,6 @@ import (
 
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/sim"
-	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/web"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
@@ -35,45 +32,30 @@ import (
 
 func init() {
 	register(
-		Command{Name: "http-runner", Usage: "http-runner TASK ACTION [ATTEMPT] [sv=N] [rv=N] [action=NAME|raw:ID] [as=NAME] [status=CODE]",
+		Command{Name: "http-runner", Kind: Action, Keys: []Key{K("sv", Int), K("rv", Int), K("action", ActionName), K("as", Name), K("status", Int)}, Usage: "http-runner TASK ACTION [ATTEMPT] [sv=N] [rv=N] [action=NAME|raw:ID] [as=NAME] [status=CODE]",
 			Summary: "POST /api/runner: start, resume, cancel, retry, run-again or cancel-task as the screen sends it (sv and rv default to the present versions); prints the HTTP status and the reply, and asserts status (default 200)",
 			Example: "http-runner T1 retry A sv=3 action=r1 status=409", Run: cmdHTTPRunner},
-		Command{Name: "http-review", Usage: "http-review TASK ACTION [item=N] [text=T] [key=K] [finding=F] [rev=N] [rv=N] [sv=N] [action=NAME|raw:ID] [status=CODE]",
+		Command{Name: "http-review", Kind: Action, Keys: []Key{K("item", Int), K("text", Text), K("key", Text), K("finding", Text), K("rev", Int), K("rv", Int), K("sv", Int), K("action", ActionName), K("status", Int)}, Usage: "http-review TASK ACTION [item=N] [text=T] [key=K] [finding=F] [rev=N] [rv=N] [sv=N] [action=NAME|raw:ID] [status=CODE]",
 			Summary: "POST /api/review: reject (one note with text, on item or the whole plan), change-note, accept-segment, assign-segment, accept-finding, guidance, approve or approve-continuation (with sv and rv, default the present ones); prints the HTTP status and the reply, and asserts status (default 200)",
 			Example: "http-review T1 change-note item=1 text='keep the flag' action=n1", Run: cmdHTTPReview},
-		Command{Name: "http-status", Usage: "http-status TASK [status=CODE]",
-			Summary: "GET /api/runner for the task: prints the fields the screen acts on (stateVersion, the booleans, stopRequested, unresolved, the label) and one line per attempt with its label",
-			Example: "http-status T1", Run: cmdHTTPStatus},
-		Command{Name: "http-load", Usage: "http-load TASK [status=CODE]",
-			Summary: "GET /api/review for the task (the review load, which records history through the write gate when HEAD moved); prints the plan's revision, review version, notes and history",
-			Example: "http-load T1 status=503", Run: cmdHTTPLoad},
-		Command{Name: "http-begin", Usage: "http-begin NAME METHOD PATH BODY sent=N",
+		Command{Name: "http-begin", Kind: Action, Keys: []Key{K("sent", Int)}, Usage: "http-begin NAME METHOD PATH [BODY] [sent=N]",
 			Summary: "starts a request whose declared BODY arrives in parts: its first N bytes, then nothing until http-send; returns once the handler waits for the rest (or has answered). In BODY, {action:X} is action X's ID, {attempt:A} attempt A's ID, {sv:T} and {rv:T} task T's versions, {pad:N} N spaces",
 			Example: "http-begin B POST /api/review '{\"task\":\"t1\",\"action\":\"change-note\",\"item\":1,\"text\":\"x\",\"actionId\":\"{action:n1}\"}' sent=10", Run: cmdHTTPBegin},
-		Command{Name: "http-send", Usage: "http-send NAME",
+		Command{Name: "http-send", Kind: Action, Usage: "http-send NAME",
 			Summary: "delivers the rest of request NAME's body",
 			Example: "http-send B", Run: cmdHTTPSend},
-		Command{Name: "http-wait", Usage: "http-wait NAME [status=CODE|destroyed] [close]",
+		Command{Name: "http-wait", Kind: Action, Keys: []Key{K("status", Int)}, Usage: "http-wait NAME [status=CODE|destroyed] [close]",
 			Summary: "waits for request NAME's handler to return; prints its HTTP status and Connection: close, or destroyed when shutdown destroyed it while it read its body",
 			Example: "http-wait B destroyed", Run: cmdHTTPWait},
-		Command{Name: "http-active", Usage: "http-active N",
+		Command{Name: "http-active", Kind: Assertion, Usage: "http-active N",
 			Summary: "asserts that N admitted requests have not returned yet",
 			Example: "http-active 1", Run: cmdHTTPActive},
-		Command{Name: "http-drained", Usage: "[!] http-drained",
-			Summary: "asserts whether the server's drain (step 2) has ended: no admitted request left, or the drain limit passed",
-			Example: "! http-drained", Run: cmdHTTPDrained},
-		Command{Name: "head", Usage: "head TASK COMMIT [hold]",
+		Command{Name: "set-head", Kind: Action, Usage: "set-head TASK COMMIT [hold]",
 			Summary: "sets the task's repository HEAD, as the review load reads it; with hold, the next read waits (as a slow git would) until head-release, and a request waiting there counts as waiting for http-begin",
-			Example: "head T1 c2 hold", Run: cmdHead},
-		Command{Name: "head-release", Usage: "head-release TASK",
+			Example: "set-head T1 c2 hold", Run: cmdHead},
+		Command{Name: "head-release", Kind: Action, Usage: "head-release TASK",
 			Summary: "lets a held HEAD read return",
 			Example: "head-release T1", Run: cmdHeadRelease},
-		Command{Name: "actions", Usage: "actions TASK N",
-			Summary: "asserts the task has N user_actions rows (applied and refused actions both count; a 400, 503 or storage error records none)",
-			Example: "actions T1 0", Run: cmdActions},
-		Command{Name: "http-stop", Usage: "http-stop begin|gate|wait",
-			Summary: "begin: the server's shutdown steps 1 and 2 (stopping set and admission closed in one turn, then the drain starts, up to 14.5 s on the virtual clock); gate: waits until step 2 has ended and step 3 has aborted the remaining requests, destroyed those reading a body and closed the write gate; wait: waits for all of that and for step 3's request work; after an advance past the drain limit, gate or wait must come next",
-			Example: "http-stop begin", Run: cmdHTTPStop},
 	)
 }
 
@@ -157,44 +139,35 @@ func (h *httpState) head(t web.Task) (string, error) {
 	return st.commit, nil
 }
 
-func cmdHead(ts *gts.TestScript, neg bool, args []string) {
+func cmdHead(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) < 2 || len(args) > 3 || (len(args) == 3 && args[2] != "hold") {
-		ts.Fatalf("usage: head TASK COMMIT [hold]")
+	if len(a.pos) < 2 || len(a.pos) > 3 || (len(a.pos) == 3 && a.pos[2] != "hold") {
+		ts.Fatalf("usage: set-head TASK COMMIT [hold]")
 	}
-	st := &headState{commit: args[1]}
-	if len(args) == 3 {
+	st := &headState{commit: a.pos[1]}
+	if len(a.pos) == 3 {
 		st.hold, st.waiting = make(chan struct{}), make(chan struct{})
 	}
 	s.http.mu.Lock()
 	if s.http.heads == nil {
 		s.http.heads = map[string]*headState{}
 	}
-	s.http.heads[s.planKey(ts, args[0])] = st
+	s.http.heads[s.planKey(ts, a.pos[0])] = st
 	s.http.mu.Unlock()
 }
 
-func cmdHeadRelease(ts *gts.TestScript, neg bool, args []string) {
+func cmdHeadRelease(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 1 {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: head-release TASK")
 	}
 	s.http.mu.Lock()
-	st := s.http.heads[s.planKey(ts, args[0])]
+	st := s.http.heads[s.planKey(ts, a.pos[0])]
 	s.http.mu.Unlock()
 	if st == nil || st.hold == nil || isClosed(st.hold) {
-		ts.Fatalf("the HEAD of %s is not held", args[0])
+		ts.Fatalf("the HEAD of %s is not held", a.pos[0])
 	}
 	close(st.hold)
-}
-
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // heldHeads are the waiting channels of the HEAD reads held now.
@@ -238,27 +211,12 @@ func (s *scenario) githubWait(stop <-chan struct{}) <-chan struct{} {
 	return reached
 }
 
-func cmdActions(ts *gts.TestScript, neg bool, args []string) {
+func cmdHTTPActive(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 2 {
-		ts.Fatalf("usage: actions TASK N")
-	}
-	key := s.planKey(ts, args[0])
-	var n int
-	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { n, err = tx.UserActionCount(key); return err }); err != nil {
-		ts.Fatalf("%v", err)
-	}
-	if want := atoi(ts, "N", args[1]); n != want {
-		s.fatal(ts, "task %s has %d user actions, want %d", args[0], n, want)
-	}
-}
-
-func cmdHTTPActive(ts *gts.TestScript, neg bool, args []string) {
-	s := get(ts)
-	if len(args) != 1 {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: http-active N")
 	}
-	if n, want := s.web(ts).Active(), atoi(ts, "N", args[0]); n != want {
+	if n, want := s.web(ts).Active(), atoi(ts, "N", a.pos[0]); n != want {
 		s.fatal(ts, "%d requests active, want %d", n, want)
 	}
 }
@@ -266,7 +224,7 @@ func cmdHTTPActive(ts *gts.TestScript, neg bool, args []string) {
 // httpAction is the action ID a command sends: action=len:N is N bytes
 // of "a", to show a long value is refused whole; otherwise as s.action.
 func (s *scenario) httpAction(a argSet) string {
-	if v, ok := strings.CutPrefix(a.kv["action"], "len:"); ok {
+	if v, ok := strings.CutPrefix(a.str("action"), "len:"); ok {
 		n, _ := strconv.Atoi(v)
 		return strings.Repeat("a", n)
 	}
@@ -291,8 +249,8 @@ func (s *scenario) do(ts *gts.TestScript, method, path string, body []byte) *htt
 func (s *scenario) checkStatus(ts *gts.TestScript, a argSet, rec *httptest.ResponseRecorder) {
 	fmt.Fprintf(ts.Stdout(), "http %d\n", rec.Code)
 	want := 200
-	if v, ok := a.kv["status"]; ok {
-		want = atoi(ts, "status", v)
+	if n, ok := a.num("status"); ok {
+		want = n
 	}
 	if rec.Code != want {
 		s.fatal(ts, "HTTP %d, want %d: %s", rec.Code, want, strings.TrimSpace(rec.Body.String()))
@@ -347,9 +305,8 @@ func (s *scenario) names(msg string) string {
 	return uuidRE.ReplaceAllStringFunc(msg, s.w.Name)
 }
 
-func cmdHTTPRunner(ts *gts.TestScript, neg bool, args []string) {
+func cmdHTTPRunner(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) < 2 || len(a.pos) > 3 {
 		ts.Fatalf("usage: http-runner TASK ACTION [ATTEMPT] [k=v...]")
 	}
@@ -359,7 +316,7 @@ func cmdHTTPRunner(ts *gts.TestScript, neg bool, args []string) {
 	if len(a.pos) == 3 {
 		body.AttemptID = s.attempt(ts, a.pos[2])
 	}
-	if name := a.kv["as"]; name != "" {
+	if name := a.str("as"); name != "" {
 		if err := s.world(ts).NameNext(name); err != nil {
 			ts.Fatalf("%v", err)
 		}
@@ -370,27 +327,25 @@ func cmdHTTPRunner(ts *gts.TestScript, neg bool, args []string) {
 	s.printReply(ts, rec.Body.Bytes())
 }
 
-func cmdHTTPReview(ts *gts.TestScript, neg bool, args []string) {
+func cmdHTTPReview(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 2 {
 		ts.Fatalf("usage: http-review TASK ACTION [k=v...]")
 	}
 	key := s.planKey(ts, a.pos[0])
 	body := web.ReviewAction{Task: strings.ToLower(a.pos[0]), Action: a.pos[1], ActionID: s.httpAction(a),
-		Text: a.kv["text"], ChoiceKey: a.kv["key"], FindingID: a.kv["finding"]}
+		Text: a.str("text"), ChoiceKey: a.str("key"), FindingID: a.str("finding")}
 	var item *int
-	if v, ok := a.kv["item"]; ok {
-		n := atoi(ts, "item", v)
+	if n, ok := a.num("item"); ok {
 		item = &n
 	}
 	switch a.pos[1] {
 	case "reject":
 		body.ExpectedRevision = s.plan(ts, key).Revision
-		if v, ok := a.kv["rev"]; ok {
-			body.ExpectedRevision = atoi(ts, "rev", v)
+		if n, ok := a.num("rev"); ok {
+			body.ExpectedRevision = n
 		}
-		body.Notes = []web.ActionNote{{Item: item, Text: a.kv["text"]}}
+		body.Notes = []web.ActionNote{{Item: item, Text: a.str("text")}}
 		body.Text = ""
 	case "approve":
 		body.ExpectedReviewVersion = s.reviewVersion(ts, key, a)
@@ -405,68 +360,6 @@ func cmdHTTPReview(ts *gts.TestScript, neg bool, args []string) {
 	rec := s.do(ts, "POST", "/api/review", b)
 	s.checkStatus(ts, a, rec)
 	s.printReply(ts, rec.Body.Bytes())
-}
-
-// getTask is GET path?task=TASK for a command whose only argument is the
-// task: it checks the status, prints an error reply, and returns the body
-// of a 200.
-func (s *scenario) getTask(ts *gts.TestScript, args []string, cmd, path string) ([]byte, bool) {
-	a := parse(args)
-	if len(a.pos) != 1 {
-		ts.Fatalf("usage: %s TASK [status=CODE]", cmd)
-	}
-	s.planKey(ts, a.pos[0])
-	rec := s.do(ts, "GET", path+"?task="+strings.ToLower(a.pos[0]), nil)
-	s.checkStatus(ts, a, rec)
-	if rec.Code != 200 {
-		s.printReply(ts, rec.Body.Bytes())
-		return nil, false
-	}
-	return rec.Body.Bytes(), true
-}
-
-func cmdHTTPStatus(ts *gts.TestScript, neg bool, args []string) {
-	s := get(ts)
-	body, ok := s.getTask(ts, args, "http-status", "/api/runner")
-	if !ok {
-		return
-	}
-	var r web.RunnerReply
-	if err := json.Unmarshal(body, &r); err != nil || len(r.Tasks) != 1 {
-		ts.Fatalf("GET /api/runner: %v %.200s", err, body)
-	}
-	t := r.Tasks[0]
-	out := ts.Stdout()
-	fmt.Fprintf(out, "stateVersion: %d\nreviewVersion: %d\n", t.StateVersion, t.ReviewVersion)
-	fmt.Fprintf(out, "available: %v retryable: %v runAgain: %v startable: %v resumable: %v cancellable: %v\n",
-		t.Available, t.Retryable, t.RunAgain, t.Startable, t.Resumable, t.Cancellable)
-	if t.StopRequested == nil {
-		fmt.Fprintln(out, "stopRequested: null")
-	} else {
-		fmt.Fprintf(out, "stopRequested: %s %s saved=%v\n", s.w.Name(t.StopRequested.AttemptID), t.StopRequested.Reason, t.StopRequested.Saved)
-	}
-	if t.Unresolved == nil {
-		fmt.Fprintln(out, "unresolved: null")
-	} else {
-		fmt.Fprintf(out, "unresolved: %s %s\n", s.w.Name(t.Unresolved.AttemptID), t.Unresolved.Reason)
-	}
-	fmt.Fprintf(out, "label: %s\n", s.names(t.Label))
-	for _, at := range t.Attempts {
-		fmt.Fprintf(out, "attempt %s: %s\n", s.w.Name(at.ID), s.names(at.Label))
-	}
-}
-
-func cmdHTTPLoad(ts *gts.TestScript, neg bool, args []string) {
-	s := get(ts)
-	body, ok := s.getTask(ts, args, "http-load", "/api/review")
-	if !ok {
-		return
-	}
-	var r web.ReviewReply
-	if err := json.Unmarshal(body, &r); err != nil {
-		ts.Fatalf("GET /api/review: %v", err)
-	}
-	fmt.Fprintf(ts.Stdout(), "revision: %d\nreviewVersion: %d\nitems: %d\nnotes: %d\nhistory: %d\n", r.Revision, r.ReviewVersion, len(r.Items), len(r.Notes), len(r.History))
 }
 
 // partialRequest is a request whose body arrives in parts.
@@ -541,33 +434,23 @@ func (s *scenario) expand(ts *gts.TestScript, body string) []byte {
 		case "attempt":
 			return s.attempt(ts, p[2])
 		case "sv":
-			return strconv.FormatInt(s.stateVersion(ts, s.planKey(ts, p[2]), argSet{}), 10)
+			return strconv.FormatInt(s.presentStateVersion(ts, s.planKey(ts, p[2])), 10)
 		case "rv":
-			return strconv.Itoa(s.reviewVersion(ts, s.planKey(ts, p[2]), argSet{}))
+			return strconv.Itoa(s.presentReviewVersion(ts, s.planKey(ts, p[2])))
 		default:
 			return strings.Repeat(" ", atoi(ts, "pad", p[2]))
 		}
 	}))
 }
 
-func cmdHTTPBegin(ts *gts.TestScript, neg bool, args []string) {
+func cmdHTTPBegin(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	// NAME METHOD PATH [BODY] are positional whatever they hold (a path's
-	// query has '='); only what follows is k=v.
-	if len(args) < 3 {
-		ts.Fatalf("usage: http-begin NAME METHOD PATH [BODY sent=N]")
-	}
-	pos, rest := args[:3], args[3:]
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "sent=") {
-		pos, rest = args[:4], args[4:]
-	}
-	a := parse(rest)
-	a.pos = append(slices.Clone(pos), a.pos...)
+	// A path (it starts with /) and a body (with {) never look like k=v.
 	if len(a.pos) == 3 { // no body: an empty one
 		a.pos = append(a.pos, "")
 	}
 	if len(a.pos) != 4 {
-		ts.Fatalf("usage: http-begin NAME METHOD PATH [BODY sent=N]")
+		ts.Fatalf("usage: http-begin NAME METHOD PATH [BODY] [sent=N]")
 	}
 	name := a.pos[0]
 	srv := s.web(ts)
@@ -575,10 +458,7 @@ func cmdHTTPBegin(ts *gts.TestScript, neg bool, args []string) {
 		ts.Fatalf("a request named %s is already in flight", name)
 	}
 	full := s.expand(ts, a.pos[3])
-	sent := 0
-	if v, ok := a.kv["sent"]; ok {
-		sent = atoi(ts, "sent", v)
-	}
+	sent, _ := a.num("sent")
 	if sent > len(full) {
 		ts.Fatalf("sent=%d is more than the body's %d bytes", sent, len(full))
 	}
@@ -625,25 +505,29 @@ func (s *scenario) partial(ts *gts.TestScript, name string) *partialRequest {
 	return p
 }
 
-func cmdHTTPSend(ts *gts.TestScript, neg bool, args []string) {
+func cmdHTTPSend(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 1 {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: http-send NAME")
 	}
-	close(s.partial(ts, args[0]).body.released)
+	close(s.partial(ts, a.pos[0]).body.released)
 }
 
-func cmdHTTPWait(ts *gts.TestScript, neg bool, args []string) {
+func cmdHTTPWait(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) < 1 {
 		ts.Fatalf("usage: http-wait NAME [status=CODE|destroyed] [close]")
+	}
+	for _, w := range a.pos[1:] {
+		if w != "destroyed" && w != "close" {
+			ts.Fatalf("http-wait: %q is neither destroyed nor close", w)
+		}
 	}
 	p := s.partial(ts, a.pos[0])
 	wantDestroyed := slicesContains(a.pos[1:], "destroyed")
 	if wantDestroyed && !isClosed(p.body.closed) {
 		// Step 3 destroys a request in the same turn as it aborts it, so
-		// by http-stop gate its body is closed: no need to wait.
+		// by shutdown await-gate its body is closed: no need to wait.
 		s.fatal(ts, "request %s was not destroyed", a.pos[0])
 	}
 	select {
@@ -674,76 +558,4 @@ func cmdHTTPWait(ts *gts.TestScript, neg bool, args []string) {
 		s.fatal(ts, "Connection: close is %v, want %v", closes, wantClose)
 	}
 	s.printReply(ts, p.rec.Body.Bytes())
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func cmdHTTPDrained(ts *gts.TestScript, neg bool, args []string) {
-	s := get(ts)
-	if s.http.drained == nil {
-		ts.Fatalf("http-drained before http-stop begin")
-	}
-	var got bool
-	select {
-	case <-s.http.drained:
-		got = true
-	default:
-	}
-	if got == neg {
-		s.fatal(ts, "the drain has ended: %v, want %v", got, !neg)
-	}
-}
-
-func cmdHTTPStop(ts *gts.TestScript, neg bool, args []string) {
-	s := get(ts)
-	if len(args) != 1 {
-		ts.Fatalf("usage: http-stop begin|gate|wait")
-	}
-	w := s.world(ts)
-	switch args[0] {
-	case "begin":
-		srv := s.web(ts)
-		// Step 1, in one turn: the server's stopping flag and the
-		// coordinator's barrier.
-		srv.SetStopping() // with the merge coordinator's closing flag
-		w.Ask.StopAdmission()
-		w.Loop.Drain() // the events the stops posted (the merge coordinator's idle check)
-		if err := w.Runner.CloseAdmission(context.Background()); err != nil {
-			ts.Fatalf("%v", err)
-		}
-		drained := srv.BeginDrain() // step 2
-		s.http.drained = drained
-		stopped, gated := make(chan struct{}), make(chan struct{})
-		s.http.stopped, s.http.gated = stopped, gated
-		go func() {
-			defer close(stopped)
-			<-drained
-			srv.AbortRequests() // step 3
-			w.Store.CloseWriteGate()
-			close(gated)
-			srv.AwaitRequestWork()
-		}()
-	case "gate", "wait":
-		if s.http.stopped == nil {
-			ts.Fatalf("http-stop %s before http-stop begin", args[0])
-		}
-		c := s.http.stopped
-		if args[0] == "gate" {
-			c = s.http.gated
-		}
-		select {
-		case <-c:
-		case <-time.After(hangLimit):
-			s.fatal(ts, "the server's steps 2 and 3 did not end (is a request still waiting for its body before the drain limit?)")
-		}
-	default:
-		ts.Fatalf("usage: http-stop begin|gate|wait")
-	}
 }

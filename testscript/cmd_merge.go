@@ -1,157 +1,169 @@
 package testscript
 
 import (
+	"context"
 	"fmt"
-	"strings"
+	"strconv"
 
+	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/store"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
-// Commands for merge attempts and the rebase marker (issue 3, item 9). The
-// merge coordinator and GitHub come later: these write the rows they will
-// write, through the Store's own methods.
+// Merge attempts: their rows written by hand through the Store's own
+// methods (issue 3, item 9), and the merge coordinator (package merge): a
+// merge click, displayStatus, shutdown's step 1 and step 3 for merges, and
+// the startup reconciliation. The HTTP routes are driven with http-begin
+// POST /api/merge and GET /api/merge.
 
 func init() {
 	register(
-		Command{Name: "merge-begin", Usage: "[!] merge-begin TASK as=NAME",
+		Command{Name: "merge-begin", Kind: Action, Keys: []Key{K("as", Name)}, Usage: "[!] merge-begin TASK as=NAME",
 			Summary: "records a merge attempt of the task as submitting (BeginMergeAttempt) and names it",
 			Example: "merge-begin T1 as=M", Run: cmdMergeBegin},
-		Command{Name: "merge-state", Usage: "[!] merge-state MERGE queued|removed|failed|merged",
+		Command{Name: "set-merge-state", Kind: Action, Usage: "[!] set-merge-state MERGE queued|removed|failed|merged",
 			Summary: "records a merge attempt's next state; merged is the confirmed outcome (FinishMergeMerged: attempt merged, task merged and task-closed in one transaction)",
-			Example: "merge-state M merged", Run: cmdMergeState},
-		Command{Name: "merge", Usage: "merge MERGE [state=S] [fresh=BOOL] [reason=TEXT] [reason~=REGEXP]",
+			Example: "set-merge-state M merged", Run: cmdMergeState},
+		Command{Name: "merge-row", Kind: Assertion, Keys: []Key{K("state", Text), K("fresh", Bool), K("reason", Text), K("reason~", Regexp), K("head", Text)}, Usage: "merge-row MERGE [state=S] [fresh=BOOL] [reason=TEXT] [reason~=REGEXP] [head=SHA]",
 			Summary: "asserts a merge attempt's durable row: its state, whether it requires a fresh review (after removed), its reason",
-			Example: "merge M state=queued", Run: cmdMerge},
-		Command{Name: "rebase-mark", Usage: "[!] rebase-mark TASK ATTEMPT",
-			Summary: "records a rebase in progress for the task (tasks.rebase_in_progress = {\"attemptId\": …}, compare-and-swap from null), as F3 does before it starts a rebase",
-			Example: "rebase-mark T1 A", Run: cmdRebaseMark},
-		Command{Name: "rebase-abort", Usage: "rebase-abort TASK ATTEMPT",
-			Summary: "clears the task's rebase marker by compare-and-swap on ATTEMPT; prints whether this call cleared it",
-			Example: "rebase-abort T1 A", Run: cmdRebaseAbort},
-		Command{Name: "rebase", Usage: "rebase TASK ATTEMPT|none",
-			Summary: "asserts the attempt the task's rebase marker names, or that there is none",
-			Example: "rebase T1 none", Run: cmdRebase},
-		Command{Name: "reconciled", Usage: "reconciled TASKS|none [aborted=ATTEMPTS|none]",
-			Summary: "asserts what the last startup recovery repaired in step 5 (merged tasks, comma-separated) and which rebase markers step 4 cleared",
-			Example: "reconciled T1 aborted=none", Run: cmdReconciled},
+			Example: "merge-row M state=queued", Run: cmdMerge},
+		Command{Name: "merge-click", Kind: Action, Keys: []Key{K("as", Name), K("action", ActionName), K("sv", Int), K("rv", Int)}, Usage: "[!] merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
+			Summary: "a merge click straight at the merge coordinator: its GitHub read, then the user action (beginMergeAttempt and its guards), then the final check, the boundary and the merge command; names the attempt",
+			Example: "merge-click T1 as=M action=m1", Run: cmdMergeClick},
+		Command{Name: "read-merge-status", Kind: Action, Usage: "[!] read-merge-status TASK",
+			Summary: "displayStatus: the task's latest merge attempt, with GitHub read again (and what it shows recorded, through the write gate) while the attempt is in flight; prints it",
+			Example: "read-merge-status T1", Run: cmdMergeStatus},
+		Command{Name: "merge-stop", Kind: Action, Usage: "merge-stop",
+			Summary: "shutdown step 1's half for merges (no merge is admitted and no merge command is sent after it), then step 3's check whether a merge is still in flight",
+			Example: "merge-stop", Run: cmdMergeStop},
+		Command{Name: "merge-reconcile", Kind: Action, Usage: "[!] merge-reconcile",
+			Summary: "the merge coordinator's startup: every merge still submitting or queued is read on GitHub and its outcome recorded",
+			Example: "merge-reconcile", Run: cmdMergeReconcile},
 	)
 }
 
-func cmdMergeBegin(ts *gts.TestScript, neg bool, args []string) {
+func cmdMergeBegin(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
-	if len(a.pos) != 1 || a.kv["as"] == "" {
+	if len(a.pos) != 1 || a.str("as") == "" {
 		ts.Fatalf("usage: merge-begin TASK as=NAME")
 	}
 	key := s.planKey(ts, a.pos[0])
-	id := actionID("merge:" + a.kv["as"])
+	id := actionID("merge:" + a.str("as"))
 	err := w.Store.Update(func(tx *store.Tx) error { return tx.BeginMergeAttempt(key, id) })
 	if err == nil {
-		if aerr := w.Alias(id, a.kv["as"]); aerr != nil {
+		if aerr := w.Alias(id, a.str("as")); aerr != nil {
 			ts.Fatalf("merge-begin: %v", aerr)
 		}
 	}
 	s.expect(ts, neg, "merge-begin", err)
 }
 
-func cmdMergeState(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: merge-state MERGE STATE")
+func cmdMergeState(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: set-merge-state MERGE STATE")
 	}
 	s := get(ts)
 	w := s.world(ts)
-	id := s.attempt(ts, args[0])
+	id := s.attempt(ts, a.pos[0])
 	err := w.Store.Update(func(tx *store.Tx) error {
-		if args[1] == store.MergeMerged {
+		if a.pos[1] == store.MergeMerged {
 			return tx.FinishMergeMerged(id)
 		}
-		return tx.SetMergeState(id, args[1])
+		return tx.SetMergeState(id, a.pos[1])
 	})
-	s.expect(ts, neg, "merge-state", err)
+	s.expect(ts, neg, "set-merge-state", err)
 }
 
-func cmdMerge(ts *gts.TestScript, neg bool, args []string) {
+func cmdMerge(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
-		ts.Fatalf("usage: merge MERGE state=S")
+		ts.Fatalf("usage: merge-row MERGE k=v...")
 	}
 	id := s.attempt(ts, a.pos[0])
 	var m store.MergeAttempt
 	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { m, err = tx.MergeAttempt(id); return err }); err != nil {
 		s.fatal(ts, "merge %s: %v", a.pos[0], err)
 	}
-	s.compare(ts, "merge "+a.pos[0], a.kv, mergeFields(m))
+	s.compare(ts, "merge "+a.pos[0], a.given(), mergeFields(m))
 }
 
-func cmdRebaseMark(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: rebase-mark TASK ATTEMPT")
-	}
-	s := get(ts)
-	key, id := s.planKey(ts, args[0]), s.attempt(ts, args[1])
-	err := s.world(ts).Store.Update(func(tx *store.Tx) error { return tx.SetRebaseInProgress(key, id) })
-	s.expect(ts, neg, "rebase-mark", err)
-}
-
-func cmdRebaseAbort(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: rebase-abort TASK ATTEMPT")
-	}
-	s := get(ts)
-	key, id := s.planKey(ts, args[0]), s.attempt(ts, args[1])
-	var ok bool
-	err := s.world(ts).Store.Update(func(tx *store.Tx) (err error) { ok, err = tx.AbortRebase(key, id); return err })
-	s.expect(ts, neg, "rebase-abort", err)
-	fmt.Fprintf(ts.Stdout(), "cleared: %v\n", ok)
-}
-
-func cmdRebase(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
-		ts.Fatalf("usage: rebase TASK ATTEMPT|none")
-	}
+func cmdMergeClick(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	key := s.planKey(ts, args[0])
-	var list []store.Rebase
-	if err := w.Store.View(func(tx *store.Tx) (err error) { list, err = tx.RebasesInProgress(); return err }); err != nil {
-		s.fatal(ts, "rebase: %v", err)
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: merge-click TASK [as=NAME] [action=NAME] [sv=N] [rv=N]")
 	}
-	got := "none"
-	for _, r := range list {
-		if r.PlanKey == key {
-			got = w.Name(r.AttemptID)
+	key := s.planKey(ts, a.pos[0])
+	r := merge.Request{PlanKey: key, ActionID: s.action(a), ExpectedStateVersion: s.stateVersion(ts, key, a),
+		ExpectedReviewVersion: s.reviewVersion(ts, key, a)}
+	// A resend of a named click (a lost response) carries the very body
+	// it first had, versions included, unless the script says otherwise.
+	if name := a.str("action"); name != "" {
+		if first, ok := s.mergeClicks[name]; ok {
+			if _, ok := a.lookup("sv"); !ok {
+				r.ExpectedStateVersion = first.ExpectedStateVersion
+			}
+			if _, ok := a.lookup("rv"); !ok {
+				r.ExpectedReviewVersion = first.ExpectedReviewVersion
+			}
+		} else {
+			if s.mergeClicks == nil {
+				s.mergeClicks = map[string]merge.Request{}
+			}
+			s.mergeClicks[name] = r
 		}
 	}
-	s.compare(ts, "rebase marker of "+args[0], map[string]string{"attempt": args[1]}, map[string]string{"attempt": got})
+	if name := a.str("as"); name != "" {
+		if err := w.NameNext(name); err != nil {
+			ts.Fatalf("%v", err)
+		}
+	}
+	resp, err := w.Merge.Merge(context.Background(), r)
+	if a.str("as") != "" && err != nil {
+		w.NameNext("") // nothing was admitted: the name stays free
+	}
+	printResponse(ts, s, resp)
+	s.expect(ts, neg, "merge-click", err)
 }
 
-func cmdReconciled(ts *gts.TestScript, neg bool, args []string) {
+func printMerge(ts *gts.TestScript, s *scenario, st merge.Status) {
+	if st.Attempt == nil {
+		fmt.Fprintln(ts.Stdout(), "merge: none")
+		return
+	}
+	m := st.Attempt
+	fmt.Fprintf(ts.Stdout(), "merge: %s state=%s fresh=%v reason=%q\n", s.w.Name(m.ID), m.State, m.RequiresFreshReview, m.Reason)
+}
+
+func cmdMergeStatus(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
-		ts.Fatalf("usage: reconciled TASKS|none [aborted=ATTEMPTS|none]")
+		ts.Fatalf("usage: read-merge-status TASK")
 	}
-	select {
-	case <-w.Runner.RecoveryDone():
-	default:
-		s.fatal(ts, "recovery has not ended")
+	st, err := s.world(ts).Merge.DisplayStatus(context.Background(), s.planKey(ts, a.pos[0]))
+	if err == nil {
+		printMerge(ts, s, st)
 	}
-	r := w.Runner.Recovery()
-	var tasks, aborted []string
-	for _, k := range r.Reconciled {
-		tasks = append(tasks, s.taskName(k))
+	s.expect(ts, neg, "read-merge-status", err)
+}
+
+func cmdMergeStop(ts *gts.TestScript, neg bool, a argSet) {
+	w := get(ts).world(ts)
+	w.Merge.Stop()
+	if _, err := w.Merge.AwaitIdle(context.Background()); err != nil {
+		ts.Fatalf("merge-stop: %v", err)
 	}
-	for _, x := range r.AbortedRebases {
-		f := strings.Fields(x)
-		aborted = append(aborted, w.Name(f[len(f)-1]))
-	}
-	want := map[string]string{"reconciled": a.pos[0]}
-	if v, ok := a.kv["aborted"]; ok {
-		want["aborted"] = v
-	}
-	s.compare(ts, "recovery", want, map[string]string{"reconciled": noneOr(strings.Join(tasks, ",")), "aborted": noneOr(strings.Join(aborted, ","))})
+}
+
+func cmdMergeReconcile(ts *gts.TestScript, neg bool, a argSet) {
+	s := get(ts)
+	err := s.world(ts).Merge.Reconcile(context.Background())
+	s.expect(ts, neg, "merge-reconcile", err)
+}
+
+// mergeFields are what the merge assertion compares.
+func mergeFields(m store.MergeAttempt) map[string]string {
+	return map[string]string{"state": m.State, "fresh": strconv.FormatBool(m.RequiresFreshReview), "reason": m.Reason,
+		"head": m.HeadSHA}
 }

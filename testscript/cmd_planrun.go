@@ -2,7 +2,6 @@ package testscript
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
@@ -14,46 +13,26 @@ import (
 
 func init() {
 	register(
-		Command{Name: "start", Usage: "[!] start TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
+		Command{Name: "start", Kind: Action, Keys: planActionKeys, Usage: "[!] start TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
 			Summary: "the user's \"start\", as a user action: runs the task's approved plan from its first item, one execute attempt per item; sv and rv default to the task's present state and review versions",
 			Example: "start T1 as=A", Run: cmdPlanAction("start")},
-		Command{Name: "resume", Usage: "[!] resume TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
+		Command{Name: "resume", Kind: Action, Keys: planActionKeys, Usage: "[!] resume TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
 			Summary: "the user's \"resume\", as a user action: continues the plan run at the first item with no completed execute attempt at the current revision, claiming a recovery requeue by compare-and-swap",
 			Example: "resume T1 as=B", Run: cmdPlanAction("resume")},
-		Command{Name: "requeue", Usage: "[!] requeue TASK [as=NAME]",
+		Command{Name: "requeue", Kind: Action, Keys: []Key{K("as", Name)}, Usage: "[!] requeue TASK [as=NAME]",
 			Summary: "lane I3's requeue of a task recovery listed: Resume's admission made by codeboost, against the task's present state version and the review version its plan run was admitted at, claiming requeue_pending by the same compare-and-swap",
 			Example: "requeue T1 as=B", Run: cmdRequeue},
-		Command{Name: "approve", Usage: "[!] approve TASK [item=N]",
+		Command{Name: "approve", Kind: Action, Keys: []Key{K("item", Int)}, Usage: "[!] approve TASK [item=N]",
 			Summary: "a person approves one item (default: every item) of the current revision at the current snapshot; each approval takes the next review version",
 			Example: "approve T1", Run: cmdApprove},
-		Command{Name: "name-next", Usage: "name-next NAME",
-			Summary: "the next attempt admitted by anyone (a plan run's next item, say) gets NAME",
-			Example: "name-next B", Run: cmdNameNext},
 	)
 }
 
-func cmdPlanAction(kind string) func(ts *gts.TestScript, neg bool, args []string) {
-	return func(ts *gts.TestScript, neg bool, args []string) {
-		s := get(ts)
-		w := s.world(ts)
-		a := parse(args)
-		if len(a.pos) != 1 {
-			ts.Fatalf("usage: %s TASK [as=NAME] [action=NAME] [sv=N] [rv=N]", kind)
-		}
-		key := s.planKey(ts, a.pos[0])
-		r := runner.ActionRequest{PlanKey: key, ExpectedStateVersion: s.stateVersion(ts, key, a),
-			ExpectedReviewVersion: s.reviewVersion(ts, key, a), ActionID: s.action(a)}
-		run := w.Runner.Start
-		if kind == "resume" {
-			run = w.Runner.Resume
-		}
-		s.admitting(ts, neg, a, kind, run, r)
-	}
-}
+// planActionKeys are start's and resume's.
+var planActionKeys = []Key{K("as", Name), K("action", ActionName), K("sv", Int), K("rv", Int)}
 
-func cmdRequeue(ts *gts.TestScript, neg bool, args []string) {
+func cmdRequeue(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: requeue TASK [as=NAME]")
 	}
@@ -64,13 +43,14 @@ func cmdRequeue(ts *gts.TestScript, neg bool, args []string) {
 }
 
 func (s *scenario) reviewVersion(ts *gts.TestScript, planKey string, a argSet) int {
-	if v, ok := a.kv["rv"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			ts.Fatalf("rv=%s: %v", v, err)
-		}
+	if n, ok := a.num("rv"); ok {
 		return n
 	}
+	return s.presentReviewVersion(ts, planKey)
+}
+
+// presentReviewVersion is the plan's review version as stored now.
+func (s *scenario) presentReviewVersion(ts *gts.TestScript, planKey string) int {
 	var plan store.Plan
 	err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { plan, err = tx.Plan(planKey); return })
 	if err != nil {
@@ -79,21 +59,16 @@ func (s *scenario) reviewVersion(ts *gts.TestScript, planKey string, a argSet) i
 	return plan.ReviewVersion
 }
 
-func cmdApprove(ts *gts.TestScript, neg bool, args []string) {
+func cmdApprove(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: approve TASK [item=N]")
 	}
 	key := s.planKey(ts, a.pos[0])
 	err := w.Store.Update(func(tx *store.Tx) error {
-		if v, ok := a.kv["item"]; ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				ts.Fatalf("item=%s: %v", v, err)
-			}
-			_, err = tx.Approve(key, n)
+		if n, ok := a.num("item"); ok {
+			_, err := tx.Approve(key, n)
 			return err
 		}
 		plan, err := tx.Plan(key)
@@ -114,11 +89,20 @@ func cmdApprove(ts *gts.TestScript, neg bool, args []string) {
 	s.expect(ts, neg, "approve", err)
 }
 
-func cmdNameNext(ts *gts.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: name-next NAME")
-	}
-	if err := get(ts).world(ts).NameNext(args[0]); err != nil {
-		ts.Fatalf("%v", err)
+func cmdPlanAction(kind string) func(ts *gts.TestScript, neg bool, a argSet) {
+	return func(ts *gts.TestScript, neg bool, a argSet) {
+		s := get(ts)
+		w := s.world(ts)
+		if len(a.pos) != 1 {
+			ts.Fatalf("usage: %s TASK [as=NAME] [action=NAME] [sv=N] [rv=N]", kind)
+		}
+		key := s.planKey(ts, a.pos[0])
+		r := runner.ActionRequest{PlanKey: key, ExpectedStateVersion: s.stateVersion(ts, key, a),
+			ExpectedReviewVersion: s.reviewVersion(ts, key, a), ActionID: s.action(a)}
+		run := w.Runner.Start
+		if kind == "resume" {
+			run = w.Runner.Resume
+		}
+		s.admitting(ts, neg, a, kind, run, r)
 	}
 }

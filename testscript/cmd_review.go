@@ -20,34 +20,49 @@ import (
 
 func init() {
 	register(
-		Command{Name: "reject", Usage: "[!] reject TASK NOTE [items=1,2] [rev=N] [action=NAME]",
+		Command{Name: "events", Kind: Assertion, Usage: "events TASK KIND N",
+			Summary: "asserts how many feedback events of KIND the task has",
+			Example: "events T1 task-closed 1", Run: cmdEvents},
+		Command{Name: "reject", Kind: Action, Keys: []Key{K("items", Ints), K("rev", Int), K("action", ActionName)}, Usage: "[!] reject TASK NOTE [items=1,2] [rev=N] [action=NAME]",
 			Summary: "\"Reject with feedback\" as a user action: one note with NOTE's text per named item (one note on the whole plan without items=); rev is the expected plan revision (default: the present one, so give it to replay); prints the outcome and the new revision",
 			Example: "reject T1 'split the parser change' items=2 action=r1", Run: cmdReject},
-		Command{Name: "change-note", Usage: "[!] change-note TASK ITEM TEXT [action=NAME]",
+		Command{Name: "change-note", Kind: Action, Keys: []Key{K("action", ActionName)}, Usage: "[!] change-note TASK ITEM TEXT [action=NAME]",
 			Summary: "a change note on one plan item, as a user action (one change-request event)",
 			Example: "change-note T1 1 'keep the old flag' action=n1", Run: cmdChangeNote},
-		Command{Name: "assign-segment", Usage: "[!] assign-segment TASK KEY ITEM [action=NAME]",
+		Command{Name: "assign-segment", Kind: Action, Keys: []Key{K("action", ActionName)}, Usage: "[!] assign-segment TASK KEY ITEM [action=NAME]",
 			Summary: "assigns the segment with choice key KEY to plan item ITEM, as a user action (one segment-assign event, superseding the segment's earlier one)",
 			Example: "assign-segment T1 seg-a 1 action=as1", Run: cmdAssignSegment},
-		Command{Name: "accept-segment", Usage: "[!] accept-segment TASK KEY [action=NAME]",
+		Command{Name: "accept-segment", Kind: Action, Keys: []Key{K("action", ActionName)}, Usage: "[!] accept-segment TASK KEY [action=NAME]",
 			Summary: "accepts an Ambiguous or Unplanned segment as it is, as a user action (one segment-accept event)",
 			Example: "accept-segment T1 seg-b action=ac1", Run: cmdAcceptSegment},
-		Command{Name: "accept-finding", Usage: "[!] accept-finding TASK FINDING [action=NAME]",
-			Summary: "marks an open problem accepted, as a user action (one finding-accept event)",
-			Example: "accept-finding T1 f1 action=af1", Run: cmdAcceptFinding},
-		Command{Name: "guidance", Usage: "[!] guidance TASK TEXT [action=NAME]",
+		Command{Name: "guidance", Kind: Action, Keys: []Key{K("action", ActionName)}, Usage: "[!] guidance TASK TEXT [action=NAME]",
 			Summary: "sends a needs-human task back with guidance, as a user action (one needs-human-guidance event)",
 			Example: "guidance T1 'use the v2 endpoint' action=g1", Run: cmdGuidance},
-		Command{Name: "feedback", Usage: "[!] feedback TASK [N]",
+		Command{Name: "feedback", Kind: Assertion, Usage: "[!] feedback TASK [N]",
 			Summary: "lane J's read: Store.FeedbackEvents for the task's full identity; asserts it returns N events and prints one line each (kind, plan key, revision, item, sourceRef, supersedes as an ordinal); refused while the task has no task-closed event",
 			Example: "feedback T1 3", Run: cmdFeedback},
-		Command{Name: "event", Usage: "event TASK N [kind=K] [revision=R] [snapshot=S] [item=I|none] [source=REF] [text=T] [supersedes=M|none] [action=NAME]",
+		Command{Name: "event", Kind: Assertion, Keys: []Key{K("kind", Text), K("revision", Int), K("snapshot", Name), K("item", IntOrNone), K("source", Text), K("text", Text), K("supersedes", IntOrNone), K("action", Name)}, Usage: "event TASK N [kind=K] [revision=R] [snapshot=S] [item=I|none] [source=REF] [text=T] [supersedes=M|none] [action=NAME]",
 			Summary: "asserts fields of the task's N-th feedback event, oldest first and counted within the task; supersedes names the earlier event by its ordinal, action by the script's action name",
 			Example: "event T1 2 kind=segment-assign item=2 supersedes=1", Run: cmdEvent},
-		Command{Name: "plan", Usage: "plan TASK [revision=N] [items=N] [runagain=1,2|none] [notes=N] [review=N]",
+		Command{Name: "plan", Kind: Assertion, Keys: []Key{K("revision", Int), K("items", Int), K("runagain", OrNone(Ints)), K("notes", Int), K("review", Int)}, Usage: "plan TASK [revision=N] [items=N] [runagain=1,2|none] [notes=N] [review=N]",
 			Summary: "asserts the task's plan: its revision, the present revision's item count and run-again items, the number of notes, and the review version",
 			Example: "plan T1 revision=2 runagain=2 notes=1", Run: cmdPlan},
 	)
+}
+
+func cmdEvents(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 3 {
+		ts.Fatalf("usage: events TASK KIND N")
+	}
+	s := get(ts)
+	key := s.planKey(ts, a.pos[0])
+	var n int
+	if err := s.world(ts).Store.View(func(tx *store.Tx) (err error) { n, err = tx.EventCount(key, a.pos[1]); return err }); err != nil {
+		s.fatal(ts, "%v", err)
+	}
+	if strconv.Itoa(n) != a.pos[2] {
+		s.fatal(ts, "%s events of %s: %d, want %s", a.pos[1], a.pos[0], n, a.pos[2])
+	}
 }
 
 // reviewAction runs fn as the user action kind on the loop, prints the
@@ -64,23 +79,14 @@ func (s *scenario) reviewAction(ts *gts.TestScript, neg bool, a argSet, key, kin
 	s.expect(ts, neg, kind, err)
 }
 
-func atoi(ts *gts.TestScript, what, v string) int {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		ts.Fatalf("%s=%s: not a number", what, v)
-	}
-	return n
-}
-
-func cmdReject(ts *gts.TestScript, neg bool, args []string) {
+func cmdReject(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 2 {
 		ts.Fatalf("usage: reject TASK NOTE [items=1,2] [rev=N] [action=NAME]")
 	}
 	key := s.planKey(ts, a.pos[0])
 	var notes []store.NoteInput
-	if v := a.kv["items"]; v != "" {
+	if v := a.str("items"); v != "" {
 		for _, it := range strings.Split(v, ",") {
 			n := atoi(ts, "items", it)
 			notes = append(notes, store.NoteInput{Item: &n, Text: a.pos[1]})
@@ -89,8 +95,8 @@ func cmdReject(ts *gts.TestScript, neg bool, args []string) {
 		notes = []store.NoteInput{{Text: a.pos[1]}}
 	}
 	rev := 0
-	if v, ok := a.kv["rev"]; ok {
-		rev = atoi(ts, "rev", v)
+	if n, ok := a.num("rev"); ok {
+		rev = n
 	} else {
 		rev = s.plan(ts, key).Revision
 	}
@@ -107,9 +113,8 @@ func cmdReject(ts *gts.TestScript, neg bool, args []string) {
 	})
 }
 
-func cmdChangeNote(ts *gts.TestScript, neg bool, args []string) {
+func cmdChangeNote(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 3 {
 		ts.Fatalf("usage: change-note TASK ITEM TEXT [action=NAME]")
 	}
@@ -129,9 +134,8 @@ func cmdChangeNote(ts *gts.TestScript, neg bool, args []string) {
 	})
 }
 
-func cmdAssignSegment(ts *gts.TestScript, neg bool, args []string) {
+func cmdAssignSegment(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 3 {
 		ts.Fatalf("usage: assign-segment TASK KEY ITEM [action=NAME]")
 	}
@@ -146,9 +150,8 @@ func cmdAssignSegment(ts *gts.TestScript, neg bool, args []string) {
 	})
 }
 
-func cmdAcceptSegment(ts *gts.TestScript, neg bool, args []string) {
+func cmdAcceptSegment(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 2 {
 		ts.Fatalf("usage: accept-segment TASK KEY [action=NAME]")
 	}
@@ -162,25 +165,8 @@ func cmdAcceptSegment(ts *gts.TestScript, neg bool, args []string) {
 	})
 }
 
-func cmdAcceptFinding(ts *gts.TestScript, neg bool, args []string) {
+func cmdGuidance(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
-	if len(a.pos) != 2 {
-		ts.Fatalf("usage: accept-finding TASK FINDING [action=NAME]")
-	}
-	key := s.planKey(ts, a.pos[0])
-	finding := a.pos[1]
-	request := struct {
-		FindingID string `json:"findingId"`
-	}{finding}
-	s.reviewAction(ts, neg, a, key, "accept-finding", request, func(tx *store.Tx, actionID string) (store.Response, error) {
-		return store.Response{Outcome: "applied"}, tx.AcceptFinding(key, actionID, finding)
-	})
-}
-
-func cmdGuidance(ts *gts.TestScript, neg bool, args []string) {
-	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 2 {
 		ts.Fatalf("usage: guidance TASK TEXT [action=NAME]")
 	}
@@ -226,20 +212,20 @@ func ordinal(evs []store.Event, id int64) string {
 	return "id " + strconv.FormatInt(id, 10)
 }
 
-func cmdFeedback(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) < 1 || len(args) > 2 {
+func cmdFeedback(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) < 1 || len(a.pos) > 2 {
 		ts.Fatalf("usage: feedback TASK [N]")
 	}
 	s := get(ts)
-	id := s.plan(ts, s.planKey(ts, args[0])).Identity
+	id := s.plan(ts, s.planKey(ts, a.pos[0])).Identity
 	evs, err := s.world(ts).Store.FeedbackEvents(id)
 	for i, e := range evs {
 		fmt.Fprintf(ts.Stdout(), "event %d: kind=%s plan=%s revision=%d item=%s source=%s supersedes=%s\n",
 			i+1, e.Kind, e.PlanKey, e.PlanRevision, itemStr(e.Item), e.SourceRef, ordinal(evs, e.Supersedes))
 	}
 	s.expect(ts, neg, "feedback", err)
-	if err == nil && len(args) == 2 && strconv.Itoa(len(evs)) != args[1] {
-		s.fatal(ts, "feedbackEvents(%s) returned %d events, want %s", id.Key(), len(evs), args[1])
+	if err == nil && len(a.pos) == 2 && strconv.Itoa(len(evs)) != a.pos[1] {
+		s.fatal(ts, "feedbackEvents(%s) returned %d events, want %s", id.Key(), len(evs), a.pos[1])
 	}
 }
 
@@ -277,9 +263,8 @@ func (s *scenario) taskEvents(ts *gts.TestScript, key string) []store.Event {
 	return out
 }
 
-func cmdEvent(ts *gts.TestScript, neg bool, args []string) {
+func cmdEvent(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 2 {
 		ts.Fatalf("usage: event TASK N k=v...")
 	}
@@ -290,7 +275,7 @@ func cmdEvent(ts *gts.TestScript, neg bool, args []string) {
 	}
 	e := evs[n-1]
 	want := map[string]string{}
-	for k, v := range a.kv {
+	for k, v := range a.given() {
 		want[k] = v
 	}
 	if v, ok := want["action"]; ok {
@@ -302,9 +287,8 @@ func cmdEvent(ts *gts.TestScript, neg bool, args []string) {
 	s.compare(ts, fmt.Sprintf("event %s %d", a.pos[0], n), want, got)
 }
 
-func cmdPlan(ts *gts.TestScript, neg bool, args []string) {
+func cmdPlan(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: plan TASK k=v...")
 	}
@@ -334,5 +318,5 @@ func cmdPlan(ts *gts.TestScript, neg bool, args []string) {
 	got := map[string]string{"revision": strconv.Itoa(p.Revision), "items": strconv.Itoa(len(items)),
 		"runagain": noneOr(strings.Join(again, ",")), "notes": strconv.Itoa(len(notes)),
 		"review": strconv.Itoa(p.ReviewVersion)}
-	s.compare(ts, "plan "+a.pos[0], a.kv, got)
+	s.compare(ts, "plan "+a.pos[0], a.given(), got)
 }

@@ -26,46 +26,43 @@ import (
 
 func init() {
 	register(
-		Command{Name: "suggest", Usage: "[!] suggest TASK [mode=draft] [as=NAME] [action=NAME] [rev=N] [snap=S] [own-items]",
+		Command{Name: "suggest", Kind: Action, Keys: []Key{K("mode", modeValue), K("as", Name), K("action", ActionName), K("rev", Int), K("snap", Name)}, Usage: "[!] suggest TASK [mode=draft] [as=NAME] [action=NAME] [rev=N] [snap=S] [own-items]",
 			Summary: "starts a planning request (a suggestion, or a draft) as a user action, expecting the plan's present revision and snapshot unless rev or snap is given, and names it; with own-items the caller passes its own copy of the plan's items, which caller-mutates changes afterwards",
 			Example: "suggest T1 as=R1 action=s1", Run: cmdSuggest},
-		Command{Name: "plan-settle", Usage: "plan-settle NAME reply=JSON|err=TEXT",
+		Command{Name: "plan-settle", Kind: Action, Keys: []Key{K("reply", Text), K("err", Text), K("err-repeat", Int)}, Usage: "plan-settle NAME reply=JSON|err=TEXT [err-repeat=N]",
 			Summary: "the simulated planning provider's invocation of request NAME settles, with the agent's reply or with an error; the coordinator's settlement runs",
 			Example: "plan-settle R1 'reply=[{\"item\":0,\"title\":\"Add tests\",\"instructions\":\"\",\"kind\":\"add\"}]'", Run: cmdPlanSettle},
-		Command{Name: "plan-request", Usage: "plan-request NAME [state=S] [reason=TEXT] [cause=TEXT] [mode=M] [revision=N] [snapshot=S] [reply=JSON|none] [reason~=REGEXP] [bounded=true|false]",
+		Command{Name: "plan-request", Kind: Assertion, Keys: []Key{K("state", Text), K("reason", Text), K("cause", Text), K("mode", modeValue), K("revision", Int), K("snapshot", Name), K("reply", Text), K("reason~", Regexp), K("bounded", Bool)}, Usage: "plan-request NAME [state=S] [reason=TEXT] [cause=TEXT] [mode=M] [revision=N] [snapshot=S] [reply=JSON|none] [reason~=REGEXP] [bounded=true|false]",
 			Summary: "asserts a planning request's durable row (plan_requests); bounded is whether its reason is valid UTF-8 of at most the Store's diagnostic bound",
 			Example: "plan-request R1 state=cancelled 'reason=Cancelled by the user'", Run: cmdPlanRequest},
-		Command{Name: "plan-cancels", Usage: "plan-cancels NAME REASONS|none",
+		Command{Name: "plan-cancelled", Kind: Assertion, Usage: "plan-cancelled NAME REASONS|none",
 			Summary: "asserts the reasons the provider's handle of request NAME was cancelled with, comma-separated, in order",
-			Example: "plan-cancels R1 cancelled", Run: cmdPlanCancels},
-		Command{Name: "plan-input", Usage: "plan-input NAME [items=N] [item=N] [title=T] [spec~=REGEXP] [revision=N] [next=N] [issue~=REGEXP]",
+			Example: "plan-cancelled R1 cancelled", Run: cmdPlanCancels},
+		Command{Name: "plan-input", Kind: Assertion, Keys: []Key{K("items", Int), K("item", Int), K("title", Text), K("spec~", Regexp), K("revision", Int), K("next", Int), K("issue~", Regexp)}, Usage: "plan-input NAME [items=N] [item=N] [title=T] [spec~=REGEXP] [revision=N] [next=N] [issue~=REGEXP]",
 			Summary: "asserts what the provider was given for request NAME: its item count, one item's title and spec, the bound and the next revision",
 			Example: "plan-input R1 items=2 item=1 title=one", Run: cmdPlanInput},
-		Command{Name: "caller-mutates", Usage: "caller-mutates NAME",
+		Command{Name: "caller-mutates", Kind: Action, Usage: "caller-mutates NAME",
 			Summary: "the caller of `suggest … own-items` changes the items it passed for request NAME in place: every title and every spec byte",
 			Example: "caller-mutates R1", Run: cmdCallerMutates},
-		Command{Name: "suggest-cancel", Usage: "[!] suggest-cancel NAME [mode=suggestion|draft] [action=NAME]",
+		Command{Name: "suggest-cancel", Kind: Action, Keys: []Key{K("mode", modeValue), K("action", ActionName)}, Usage: "[!] suggest-cancel NAME [mode=suggestion|draft] [action=NAME]",
 			Summary: "the user's cancel of request NAME as a user action (the route of mode, default the request's): pending with a handle here, the handle's cancel; otherwise the Store's cancel",
 			Example: "suggest-cancel R1 action=c1", Run: cmdSuggestCancel},
-		Command{Name: "suggest-apply", Usage: "[!] suggest-apply NAME [mode=suggestion|draft] [rev=N] [action=NAME]",
+		Command{Name: "suggest-apply", Kind: Action, Keys: []Key{K("mode", modeValue), K("rev", Int), K("action", ActionName)}, Usage: "[!] suggest-apply NAME [mode=suggestion|draft] [rev=N] [action=NAME]",
 			Summary: "applies request NAME as the runner's review action (Store.applySuggestion / applyDraft), expecting the revision it is bound to unless rev is given; prints the saved response",
 			Example: "suggest-apply R1 action=p1", Run: cmdSuggestApply},
-		Command{Name: "plan-external", Usage: "plan-external NAME complete=JSON|cancel",
+		Command{Name: "plan-external", Kind: Action, Keys: []Key{K("complete", Text)}, Usage: "plan-external NAME complete=JSON|cancel",
 			Summary: "another process, a second Store over the same database file, completes request NAME with a reply or cancels it",
 			Example: "plan-external R1 cancel", Run: cmdPlanExternal},
-		Command{Name: "plan-start-fails", Usage: "plan-start-fails TEXT",
-			Summary: "the provider's next start fails with TEXT: nothing starts",
-			Example: "plan-start-fails 'no worker'", Run: cmdPlanStartFails},
-		Command{Name: "suggest-leftovers", Usage: "[!] suggest-leftovers [N]",
+		Command{Name: "suggest-leftovers", Kind: Action, Usage: "[!] suggest-leftovers [N]",
 			Summary: "runs the coordinator's startup step (FailLeftovers, only while planning is on): every request an earlier process left pending is failed; asserts how many",
 			Example: "suggest-leftovers 1", Run: cmdSuggestLeftovers},
-		Command{Name: "suggest-close", Usage: "suggest-close",
+		Command{Name: "suggest-close", Kind: Action, Usage: "suggest-close",
 			Summary: "shutdown step 6's suggestion close(): admission flips to closing, every invocation is aborted with shutdown; prints whether it has closed",
 			Example: "suggest-close", Run: cmdSuggestClose},
-		Command{Name: "suggest-closed", Usage: "[!] suggest-closed",
+		Command{Name: "suggest-closed", Kind: Assertion, Usage: "[!] suggest-closed",
 			Summary: "asserts whether the channel suggest-close returned has closed (every provider settled, or the shutdown grace passed)",
 			Example: "suggest-closed", Run: cmdSuggestClosed},
-		Command{Name: "http-plan", Usage: "http-plan TASK start|get|cancel|apply|list [NAME] [mode=draft] [as=NAME] [action=NAME|raw:ID] [rev=N] [snap=S] [id=RAW] [status=CODE]",
+		Command{Name: "http-plan", Kind: Action, Keys: []Key{K("mode", modeValue), K("as", Name), K("action", ActionName), K("rev", Int), K("snap", Name), K("id", Text), K("status", Int)}, Usage: "http-plan TASK start|get|cancel|apply|list [NAME] [mode=draft] [as=NAME] [action=NAME|raw:ID] [rev=N] [snap=S] [id=RAW] [status=CODE]",
 			Summary: "the Planning API: POST /api/plan/suggestions (or drafts) with the present revision and snapshot unless given, GET, POST …/cancel, POST …/apply of request NAME (id= sends a raw path ID), or GET /api/plan/requests; prints the HTTP status and the reply, and asserts status (default 200)",
 			Example: "http-plan T1 apply R1 action=p1 status=409", Run: cmdHTTPPlan},
 	)
@@ -95,8 +92,11 @@ func (s *scenario) suggestCoordinator(ts *gts.TestScript) *suggest.Coordinator {
 	return w.Suggest
 }
 
+// modeValue is a planning request's mode.
+var modeValue = Enum(store.ModeSuggestion, store.ModeDraft)
+
 func modeArg(ts *gts.TestScript, a argSet, def string) string {
-	m, ok := a.kv["mode"]
+	m, ok := a.lookup("mode")
 	if !ok {
 		return def
 	}
@@ -106,10 +106,9 @@ func modeArg(ts *gts.TestScript, a argSet, def string) string {
 	return m
 }
 
-func cmdSuggest(ts *gts.TestScript, neg bool, args []string) {
+func cmdSuggest(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	own := slicesContains(a.pos, "own-items")
 	if own {
 		a.pos = a.pos[:len(a.pos)-1]
@@ -120,10 +119,10 @@ func cmdSuggest(ts *gts.TestScript, neg bool, args []string) {
 	key := s.planKey(ts, a.pos[0])
 	p := s.plan(ts, key)
 	req := suggest.StartRequest{PlanKey: key, Mode: modeArg(ts, a, store.ModeSuggestion), ExpectedRevision: p.Revision, ExpectedSnapshot: p.SnapshotID}
-	if v, ok := a.kv["rev"]; ok {
-		req.ExpectedRevision = atoi(ts, "rev", v)
+	if n, ok := a.num("rev"); ok {
+		req.ExpectedRevision = n
 	}
-	if v, ok := a.kv["snap"]; ok {
+	if v, ok := a.lookup("snap"); ok {
 		req.ExpectedSnapshot = v
 	}
 	if own {
@@ -131,7 +130,7 @@ func cmdSuggest(ts *gts.TestScript, neg bool, args []string) {
 			ts.Fatalf("%v", err)
 		}
 	}
-	name := a.kv["as"]
+	name := a.str("as")
 	if name != "" {
 		if err := w.NameNext(name); err != nil {
 			ts.Fatalf("%v", err)
@@ -161,15 +160,14 @@ func (s *scenario) planRequest(ts *gts.TestScript, name string) store.PlanReques
 	return r
 }
 
-func cmdPlanSettle(ts *gts.TestScript, neg bool, args []string) {
+func cmdPlanSettle(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: plan-settle NAME reply=JSON|err=TEXT")
 	}
-	reply, hasReply := a.kv["reply"]
-	errText, hasErr := a.kv["err"]
+	reply, hasReply := a.lookup("reply")
+	errText, hasErr := a.lookup("err")
 	if hasReply == hasErr {
 		ts.Fatalf("plan-settle: give reply= or err=")
 	}
@@ -180,8 +178,8 @@ func cmdPlanSettle(ts *gts.TestScript, neg bool, args []string) {
 	if hasReply {
 		body = []byte(reply)
 	}
-	if v, ok := a.kv["err-repeat"]; ok {
-		errText = strings.Repeat(errText, atoi(ts, "err-repeat", v))
+	if n, ok := a.num("err-repeat"); ok {
+		errText = strings.Repeat(errText, n)
 	}
 	if err := w.Planner.Settle(s.attempt(ts, a.pos[0]), body, errText); err != nil {
 		s.fatal(ts, "plan-settle: %v", err)
@@ -189,9 +187,8 @@ func cmdPlanSettle(ts *gts.TestScript, neg bool, args []string) {
 	w.Loop.Drain()
 }
 
-func cmdPlanRequest(ts *gts.TestScript, neg bool, args []string) {
+func cmdPlanRequest(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: plan-request NAME [state=S] [reason=TEXT] [cause=TEXT] [mode=M] [revision=N] [snapshot=S] [reply=JSON|none]")
 	}
@@ -207,13 +204,14 @@ func cmdPlanRequest(ts *gts.TestScript, neg bool, args []string) {
 	}
 	fmt.Fprintf(ts.Stdout(), "plan request %s: %s %s at revision %d on %s; reason=%q cause=%q\n", a.pos[0], r.Mode, r.State, r.Revision,
 		r.SnapshotID, r.Reason, r.Cause)
-	if v, ok := a.kv["reply"]; ok && v != "none" {
+	want := a.given()
+	if v, ok := a.lookup("reply"); ok && v != "none" {
 		var buf bytes.Buffer
 		if json.Compact(&buf, []byte(v)) == nil {
-			a.kv["reply"] = buf.String()
+			want["reply"] = buf.String()
 		}
 	}
-	s.compare(ts, "plan request "+a.pos[0], a.kv, map[string]string{"state": r.State, "reason": r.Reason, "cause": r.Cause,
+	s.compare(ts, "plan request "+a.pos[0], want, map[string]string{"state": r.State, "reason": r.Reason, "cause": r.Cause,
 		"mode": r.Mode, "revision": strconv.Itoa(r.Revision), "snapshot": r.SnapshotID, "reply": reply,
 		"bounded": strconv.FormatBool(len(r.Reason) <= store.MaxDiagnostic && utf8.ValidString(r.Reason))})
 }
@@ -230,20 +228,19 @@ func (s *scenario) invocation(ts *gts.TestScript, name string) *sim.PlanInvocati
 	return inv
 }
 
-func cmdPlanCancels(ts *gts.TestScript, neg bool, args []string) {
+func cmdPlanCancels(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 2 {
-		ts.Fatalf("usage: plan-cancels NAME REASONS|none")
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: plan-cancelled NAME REASONS|none")
 	}
-	inv := s.invocation(ts, args[0])
-	if got := noneOr(strings.Join(inv.Cancels, ",")); got != args[1] {
-		s.fatal(ts, "planning invocation %s was cancelled with %s, want %s", args[0], got, args[1])
+	inv := s.invocation(ts, a.pos[0])
+	if got := noneOr(strings.Join(inv.Cancels, ",")); got != a.pos[1] {
+		s.fatal(ts, "planning invocation %s was cancelled with %s, want %s", a.pos[0], got, a.pos[1])
 	}
 }
 
-func cmdPlanInput(ts *gts.TestScript, neg bool, args []string) {
+func cmdPlanInput(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: plan-input NAME [items=N] [item=N] [title=T] [spec~=REGEXP] [revision=N] [next=N] [issue~=REGEXP]")
 	}
@@ -251,13 +248,12 @@ func cmdPlanInput(ts *gts.TestScript, neg bool, args []string) {
 	got := map[string]string{"items": strconv.Itoa(len(in.Items)), "revision": strconv.Itoa(in.Revision), "next": strconv.Itoa(in.NextRevision),
 		"issue": in.Issue}
 	want := map[string]string{}
-	for k, v := range a.kv {
+	for k, v := range a.given() {
 		if k != "item" {
 			want[k] = v
 		}
 	}
-	if v, ok := a.kv["item"]; ok {
-		n := atoi(ts, "item", v)
+	if n, ok := a.num("item"); ok {
 		for _, it := range in.Items {
 			if it.Item == n {
 				got["title"], got["spec"] = it.Title, string(it.Spec)
@@ -270,14 +266,14 @@ func cmdPlanInput(ts *gts.TestScript, neg bool, args []string) {
 	s.compare(ts, "plan input "+a.pos[0], want, got)
 }
 
-func cmdCallerMutates(ts *gts.TestScript, neg bool, args []string) {
+func cmdCallerMutates(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if len(args) != 1 {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: caller-mutates NAME")
 	}
-	items, ok := s.plans.callerItems[args[0]]
+	items, ok := s.plans.callerItems[a.pos[0]]
 	if !ok {
-		ts.Fatalf("request %s was not started with own-items", args[0])
+		ts.Fatalf("request %s was not started with own-items", a.pos[0])
 	}
 	for i := range items {
 		items[i].Title = "MUTATED BY THE CALLER"
@@ -287,9 +283,8 @@ func cmdCallerMutates(ts *gts.TestScript, neg bool, args []string) {
 	}
 }
 
-func cmdSuggestCancel(ts *gts.TestScript, neg bool, args []string) {
+func cmdSuggestCancel(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: suggest-cancel NAME [mode=suggestion|draft] [action=NAME]")
 	}
@@ -300,17 +295,16 @@ func cmdSuggestCancel(ts *gts.TestScript, neg bool, args []string) {
 	s.expect(ts, neg, "suggest-cancel", err)
 }
 
-func cmdSuggestApply(ts *gts.TestScript, neg bool, args []string) {
+func cmdSuggestApply(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: suggest-apply NAME [mode=suggestion|draft] [rev=N] [action=NAME]")
 	}
 	r := s.planRequest(ts, a.pos[0])
 	rev := r.Revision
-	if v, ok := a.kv["rev"]; ok {
-		rev = atoi(ts, "rev", v)
+	if n, ok := a.num("rev"); ok {
+		rev = n
 	}
 	mode := modeArg(ts, a, r.Mode)
 	resp, err := w.Runner.ReviewAction(context.Background(), suggest.ApplyAction(r.PlanKey, s.action(a), mode, r.ID, rev),
@@ -320,10 +314,9 @@ func cmdSuggestApply(ts *gts.TestScript, neg bool, args []string) {
 	s.expect(ts, neg, "suggest-apply", err)
 }
 
-func cmdPlanExternal(ts *gts.TestScript, neg bool, args []string) {
+func cmdPlanExternal(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) < 1 || len(a.pos) > 2 {
 		ts.Fatalf("usage: plan-external NAME complete=JSON|cancel")
 	}
@@ -333,7 +326,7 @@ func cmdPlanExternal(ts *gts.TestScript, neg bool, args []string) {
 		ts.Fatalf("plan-external: open a second Store: %v", err)
 	}
 	defer other.Close()
-	reply, complete := a.kv["complete"]
+	reply, complete := a.lookup("complete")
 	switch {
 	case complete:
 		err = other.Update(func(tx *store.Tx) error { return tx.CompletePlanRequest(r.ID, r.Revision, r.SnapshotID, []byte(reply)) })
@@ -348,28 +341,20 @@ func cmdPlanExternal(ts *gts.TestScript, neg bool, args []string) {
 	w.Trace("other process: " + map[bool]string{true: "completed ", false: "cancelled "}[complete] + r.ID)
 }
 
-func cmdPlanStartFails(ts *gts.TestScript, neg bool, args []string) {
-	w := get(ts).world(ts)
-	if len(args) != 1 || w.Planner == nil {
-		ts.Fatalf("usage: plan-start-fails TEXT (with a running process)")
-	}
-	w.Planner.StartErr = args[0]
-}
-
-func cmdSuggestLeftovers(ts *gts.TestScript, neg bool, args []string) {
+func cmdSuggestLeftovers(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	n, err := s.suggestCoordinator(ts).FailLeftovers(context.Background())
 	s.world(ts).Loop.Drain()
 	if err == nil {
 		fmt.Fprintf(ts.Stdout(), "failed: %d\n", n)
-		if len(args) == 1 && strconv.Itoa(n) != args[0] {
-			s.fatal(ts, "suggest-leftovers failed %d requests, want %s", n, args[0])
+		if len(a.pos) == 1 && strconv.Itoa(n) != a.pos[0] {
+			s.fatal(ts, "suggest-leftovers failed %d requests, want %s", n, a.pos[0])
 		}
 	}
 	s.expect(ts, neg, "suggest-leftovers", err)
 }
 
-func cmdSuggestClose(ts *gts.TestScript, neg bool, args []string) {
+func cmdSuggestClose(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	closed := s.suggestCoordinator(ts).Close()
 	s.world(ts).Loop.Drain()
@@ -377,15 +362,14 @@ func cmdSuggestClose(ts *gts.TestScript, neg bool, args []string) {
 	printClosing(ts, "suggest", closed)
 }
 
-func cmdSuggestClosed(ts *gts.TestScript, neg bool, args []string) {
+func cmdSuggestClosed(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	s.assertClosed(ts, neg, "suggest-closed before suggest-close", "the suggestion coordinator closed", s.plans.closed)
 }
 
-func cmdHTTPPlan(ts *gts.TestScript, neg bool, args []string) {
+func cmdHTTPPlan(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) < 2 || len(a.pos) > 3 {
 		ts.Fatalf("usage: http-plan TASK start|get|cancel|apply|list [NAME] [k=v...]")
 	}
@@ -395,11 +379,11 @@ func cmdHTTPPlan(ts *gts.TestScript, neg bool, args []string) {
 	var id string
 	if len(a.pos) == 3 {
 		id = s.attempt(ts, a.pos[2])
-		if _, given := a.kv["mode"]; !given {
+		if _, given := a.lookup("mode"); !given {
 			mode = s.planRequest(ts, a.pos[2]).Mode
 		}
 	}
-	if v, ok := a.kv["id"]; ok {
+	if v, ok := a.lookup("id"); ok {
 		id = v
 	}
 	base := "/api/plan/suggestions"
@@ -412,14 +396,14 @@ func cmdHTTPPlan(ts *gts.TestScript, neg bool, args []string) {
 	case "start":
 		p := s.plan(ts, key)
 		b := web.PlanStart{Task: task, ActionID: s.httpAction(a), ExpectedRevision: p.Revision, ExpectedSnapshot: p.SnapshotID}
-		if v, ok := a.kv["rev"]; ok {
-			b.ExpectedRevision = atoi(ts, "rev", v)
+		if n, ok := a.num("rev"); ok {
+			b.ExpectedRevision = n
 		}
-		if v, ok := a.kv["snap"]; ok {
+		if v, ok := a.lookup("snap"); ok {
 			b.ExpectedSnapshot = v
 		}
 		method, path, body = "POST", base, b
-		if name := a.kv["as"]; name != "" {
+		if name := a.str("as"); name != "" {
 			if err := w.NameNext(name); err != nil {
 				ts.Fatalf("%v", err)
 			}
@@ -433,8 +417,8 @@ func cmdHTTPPlan(ts *gts.TestScript, neg bool, args []string) {
 		if len(a.pos) == 3 {
 			rev = s.planRequest(ts, a.pos[2]).Revision
 		}
-		if v, ok := a.kv["rev"]; ok {
-			rev = atoi(ts, "rev", v)
+		if n, ok := a.num("rev"); ok {
+			rev = n
 		}
 		method, path, body = "POST", base+"/"+id+"/apply", web.PlanRequestAction{Task: task, ActionID: s.httpAction(a), ExpectedRevision: rev}
 	case "list":
@@ -448,7 +432,7 @@ func cmdHTTPPlan(ts *gts.TestScript, neg bool, args []string) {
 	}
 	rec := s.do(ts, method, path, raw)
 	w.Loop.Drain()
-	if verb == "start" && a.kv["as"] != "" && rec.Code != 200 {
+	if verb == "start" && a.str("as") != "" && rec.Code != 200 {
 		w.NameNext("")
 	}
 	s.checkStatus(ts, a, rec)

@@ -1,56 +1,78 @@
 package testscript
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 	gts "github.com/rogpeppe/go-internal/testscript"
 	_ "modernc.org/sqlite"
 )
 
+// The world and the script: the runner's configuration, tasks, virtual
+// time, failpoints and hooks, raw SQL, and names for attempts and rows.
+
 func init() {
 	register(
-		Command{Name: "runner", Usage: "runner [slots=N] [timeout=D] [budget=D] [cap=BYTES] [kinds=k1,k2] [seed=N]",
+		Command{Name: "name-next", Kind: Action, Usage: "name-next NAME",
+			Summary: "the next attempt admitted by anyone (a plan run's next item, say) gets NAME",
+			Example: "name-next B", Run: cmdNameNext},
+		Command{Name: "name-row", Kind: Action, Usage: "name-row ID NAME",
+			Summary: "gives an attempt row the script wrote itself (with sql) a name for later commands",
+			Example: "name-row '../x' X", Run: cmdNameRow},
+		Command{Name: "runner", Kind: Action, Keys: []Key{K("slots", Int), K("timeout", Duration), K("budget", Duration), K("cap", Int), K("kinds", Text), K("seed", Int)}, Usage: "runner [slots=N] [timeout=D] [budget=D] [cap=BYTES] [kinds=k1,k2] [seed=N]",
 			Summary: "configures the world's runner; only before the first command that uses the world",
 			Example: "runner slots=1 budget=1h timeout=10m", Run: cmdRunner},
-		Command{Name: "new-task", Usage: "new-task NAME [task=ID] [repo=R] [plan=P] [status=S] [items=N] [snapshot=S]",
+		Command{Name: "new-task", Kind: Action, Keys: []Key{K("task", Name), K("repo", Text), K("plan", Text), K("status", TaskStatus), K("items", Int), K("snapshot", Name)}, Usage: "[!] new-task NAME [task=ID] [repo=R] [plan=P] [status=S] [items=N] [snapshot=S]",
 			Summary: "creates a plan at revision 1 and its task (status queued unless given)",
 			Example: "new-task T1 items=2", Run: cmdNewTask},
-		Command{Name: "admit", Usage: "[!] admit TASK KIND as=NAME [item=N] [sv=N]",
-			Summary: "admits one attempt through the coordinator (in-memory checks, slot, Store transaction); sv defaults to the task's present state version",
-			Example: "admit T1 review as=A", Run: cmdAdmit},
-		Command{Name: "advance", Usage: "advance DURATION",
+		Command{Name: "advance", Kind: Action, Usage: "advance DURATION",
 			Summary: "moves virtual time forward, firing due timers in order (each followed by a drain)",
 			Example: "advance 2h", Run: cmdAdvance},
-		Command{Name: "fail-point", Usage: "fail-point NAME [TERMS|off]",
+		Command{Name: "fail-point", Kind: Action, Words: true, Usage: "fail-point NAME [TERMS|off]",
 			Summary: "switches one of this world's failpoints on (default terms: return) or off; see failpoints.Catalog",
 			Example: "fail-point store/terminal-write 1*return", Run: cmdFailPoint},
-		Command{Name: "at", Usage: "at HOOK COMMAND [ARGS...]",
+		Command{Name: "at", Kind: Action, Words: true, Usage: "at HOOK COMMAND [ARGS...]",
 			Summary: "runs a scenario command once when the code reaches HOOK (a runner/before-… failpoint, or store/before-commit): something happened between two statements of one event; a scenario that uses it says in an '# interleaving:' header line which production interleaving that stands for, or that none exists and the guard is defence in depth",
 			Example: "at runner/before-publish cancel-task T1", Run: cmdAt},
-		Command{Name: "sql", Usage: "[!] sql STATEMENT",
-			Summary: "runs raw SQL on the database file through a second connection, as another writer would",
+		Command{Name: "sql", Kind: Action, Keys: []Key{K("db", Text)}, Usage: "[!] sql [db=FILE] STATEMENT",
+			Summary: "runs raw SQL through a connection of its own, as another writer would: on the world's database file, or with db= on FILE (a real process's database); prints a query's rows, one line each, columns separated by a space, NULL for a null; with ! the statement must fail, its error on stderr",
 			Example: "sql 'UPDATE tasks SET status = ''needs amendment'''", Run: cmdSQL},
-		Command{Name: "set-status", Usage: "[!] set-status TASK STATUS",
+		Command{Name: "set-status", Kind: Action, Usage: "[!] set-status TASK STATUS",
 			Summary: "asks the Store to move the task to STATUS by its own explicit action",
 			Example: "! set-status T1 'needs amendment'", Run: cmdSetStatus},
 	)
 }
 
-func cmdRunner(ts *gts.TestScript, neg bool, args []string) {
+func cmdNameNext(ts *gts.TestScript, neg bool, a argSet) {
+	if neg || len(a.pos) != 1 {
+		ts.Fatalf("usage: name-next NAME")
+	}
+	if err := get(ts).world(ts).NameNext(a.pos[0]); err != nil {
+		ts.Fatalf("%v", err)
+	}
+}
+
+func cmdNameRow(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: name-row ID NAME")
+	}
+	if err := get(ts).world(ts).Alias(a.pos[0], a.pos[1]); err != nil {
+		ts.Fatalf("name-row: %v", err)
+	}
+}
+
+func cmdRunner(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	if s.w != nil {
 		ts.Fatalf("runner must come before the first command that uses the world")
 	}
-	a := parse(args)
-	for k, v := range a.kv {
+	for k, v := range a.given() {
 		var err error
 		switch k {
 		case "slots":
@@ -66,7 +88,7 @@ func cmdRunner(ts *gts.TestScript, neg bool, args []string) {
 		case "seed":
 			s.cfg.Seed, err = strconv.ParseUint(v, 10, 64)
 		default:
-			err = fmt.Errorf("unknown setting")
+			a.declared(k)
 		}
 		if err != nil {
 			ts.Fatalf("runner %s=%s: %v", k, v, err)
@@ -74,22 +96,24 @@ func cmdRunner(ts *gts.TestScript, neg bool, args []string) {
 	}
 }
 
-func cmdNewTask(ts *gts.TestScript, neg bool, args []string) {
+func cmdNewTask(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	a := parse(args)
 	if len(a.pos) != 1 {
 		ts.Fatalf("usage: new-task NAME [k=v...]")
 	}
 	name := a.pos[0]
-	id := store.Identity{RepositoryID: or(a.kv["repo"], "repo"), TaskID: or(a.kv["task"], name), PlanID: or(a.kv["plan"], "plan")}
-	n, _ := strconv.Atoi(or(a.kv["items"], "1"))
+	id := store.Identity{RepositoryID: or(a.str("repo"), "repo"), TaskID: or(a.str("task"), name), PlanID: or(a.str("plan"), "plan")}
+	n, ok := a.num("items")
+	if !ok {
+		n = 1
+	}
 	items := make([]string, n)
 	for i := range items {
 		items[i] = fmt.Sprintf("item %d", i+1)
 	}
 	err := w.Store.Update(func(tx *store.Tx) error {
-		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: or(a.kv["snapshot"], "s1"), Items: items, Status: words.TaskStatus(a.kv["status"])})
+		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: or(a.str("snapshot"), "s1"), Items: items, Status: words.TaskStatus(a.str("status"))})
 	})
 	s.expect(ts, neg, "new-task", err)
 	if err == nil {
@@ -105,13 +129,14 @@ func or(v, def string) string {
 }
 
 func (s *scenario) stateVersion(ts *gts.TestScript, planKey string, a argSet) int64 {
-	if v, ok := a.kv["sv"]; ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			ts.Fatalf("sv=%s: %v", v, err)
-		}
-		return n
+	if n, ok := a.num("sv"); ok {
+		return int64(n)
 	}
+	return s.presentStateVersion(ts, planKey)
+}
+
+// presentStateVersion is the task's state version as stored now.
+func (s *scenario) presentStateVersion(ts *gts.TestScript, planKey string) int64 {
 	t, err := s.world(ts).Store.Task(planKey)
 	if err != nil {
 		ts.Fatalf("%v", err)
@@ -119,33 +144,11 @@ func (s *scenario) stateVersion(ts *gts.TestScript, planKey string, a argSet) in
 	return t.StateVersion
 }
 
-func cmdAdmit(ts *gts.TestScript, neg bool, args []string) {
-	s := get(ts)
-	w := s.world(ts)
-	a := parse(args)
-	if len(a.pos) != 2 {
-		ts.Fatalf("usage: admit TASK KIND as=NAME")
-	}
-	key := s.planKey(ts, a.pos[0])
-	if name := a.kv["as"]; name != "" {
-		if err := w.NameNext(name); err != nil {
-			ts.Fatalf("%v", err)
-		}
-	}
-	r := runner.AdmitRequest{PlanKey: key, Kind: a.pos[1], ExpectedStateVersion: s.stateVersion(ts, key, a)}
-	if v, ok := a.kv["item"]; ok {
-		n, _ := strconv.Atoi(v)
-		r.Item = &n
-	}
-	_, err := w.Runner.Admit(context.Background(), r)
-	s.expect(ts, neg, "admit", err)
-}
-
-func cmdAdvance(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
+func cmdAdvance(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 1 {
 		ts.Fatalf("usage: advance DURATION")
 	}
-	d, err := time.ParseDuration(args[0])
+	d, err := time.ParseDuration(a.pos[0])
 	if err != nil {
 		ts.Fatalf("advance: %v", err)
 	}
@@ -154,78 +157,124 @@ func cmdAdvance(ts *gts.TestScript, neg bool, args []string) {
 	w.Loop.Drain()
 }
 
-func cmdFailPoint(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) < 1 || len(args) > 2 {
+func cmdFailPoint(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) < 1 || len(a.pos) > 2 {
 		ts.Fatalf("usage: fail-point NAME [TERMS|off]")
 	}
 	s := get(ts)
 	terms := "return"
-	if len(args) == 2 {
-		terms = args[1]
+	if len(a.pos) == 2 {
+		terms = a.pos[1]
 	}
 	if terms == "off" {
-		s.fp.Disable(args[0])
+		s.fp.Disable(a.pos[0])
 		return
 	}
-	if err := s.fp.Enable(args[0], terms); err != nil {
+	if err := s.fp.Enable(a.pos[0], terms); err != nil {
 		ts.Fatalf("%v", err)
 	}
 }
 
-func cmdAt(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) < 2 {
+func cmdAt(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) < 2 {
 		ts.Fatalf("usage: at HOOK COMMAND [ARGS...]")
 	}
 	s := get(ts)
-	var run func(*gts.TestScript, bool, []string)
-	name, cmdNeg := args[1], false
-	if name == "!" && len(args) > 2 {
-		cmdNeg, name, args = true, args[2], append(args[:1:1], args[2:]...)
+	hook, name, cmdNeg, args := a.pos[0], a.pos[1], false, a.pos[2:]
+	if name == "!" && len(args) > 0 {
+		cmdNeg, name, args = true, args[0], args[1:]
 	}
-	for _, c := range Commands {
-		if c.Name == name {
-			run = c.Run
-		}
-	}
-	if run == nil {
+	c := command(name)
+	if c == nil {
 		ts.Fatalf("at: unknown command %q", name)
 	}
-	rest := append([]string(nil), args[2:]...)
-	if err := s.fp.SetHook(args[0], func() {
+	// The command's arguments are checked here, on the at line, not when
+	// the hook fires.
+	ca := c.parse(ts, cmdNeg, args)
+	if err := s.fp.SetHook(hook, func() {
 		w := s.world(ts)
-		w.Trace(fmt.Sprintf("hook %s: %s %s", args[0], name, strings.Join(rest, " ")))
+		w.Trace(fmt.Sprintf("hook %s: %s %s", hook, name, strings.Join(args, " ")))
 		// A user action run here calls the loop from inside the event that
 		// reached the hook: the one place a Call may re-enter (the
 		// scenario's "# interleaving:" header says what it stands for).
-		w.Loop.Interleave(func() { run(ts, cmdNeg, rest) })
+		w.Loop.Interleave(func() { c.Run(ts, cmdNeg, ca) })
 	}); err != nil {
 		ts.Fatalf("%v", err)
 	}
 }
 
-func cmdSQL(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: sql STATEMENT")
+// cmdSQL runs a statement on the world's database or, with db=, on a real
+// process's database file; a query's rows are printed.
+func cmdSQL(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: sql [db=FILE] STATEMENT")
 	}
 	s := get(ts)
-	w := s.world(ts)
-	db, err := sql.Open("sqlite", "file:"+w.DBPath+"?_pragma=busy_timeout(5000)")
+	dsn := ""
+	if f, ok := a.lookup("db"); ok {
+		dsn = ts.MkAbs(f)
+	} else {
+		dsn = "file:" + s.world(ts).DBPath
+	}
+	db, err := sql.Open("sqlite", dsn+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		ts.Fatalf("sql: %v", err)
 	}
 	defer db.Close()
-	_, err = db.Exec(args[0])
+	stmt := a.pos[0]
+	if !returnsRows(stmt) {
+		_, err = db.Exec(stmt)
+		s.expect(ts, neg, "sql", err)
+		return
+	}
+	rows, err := db.Query(stmt)
+	if err == nil {
+		err = printRows(ts, rows)
+	}
 	s.expect(ts, neg, "sql", err)
 }
 
-func cmdSetStatus(ts *gts.TestScript, neg bool, args []string) {
-	if len(args) != 2 {
+// returnsRows is whether a statement is a query whose rows sql prints.
+func returnsRows(stmt string) bool {
+	f := strings.Fields(strings.ToUpper(stmt))
+	return len(f) > 0 && (f[0] == "SELECT" || f[0] == "PRAGMA" || f[0] == "WITH" || slices.Contains(f, "RETURNING"))
+}
+
+// printRows prints a query's rows, one line each, columns separated by a
+// space, NULL for a null.
+func printRows(ts *gts.TestScript, rows *sql.Rows) error {
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return err
+		}
+		out := make([]string, len(vals))
+		for i, v := range vals {
+			out[i] = v.String
+			if !v.Valid {
+				out[i] = "NULL"
+			}
+		}
+		fmt.Fprintln(ts.Stdout(), strings.Join(out, " "))
+	}
+	return rows.Err()
+}
+
+func cmdSetStatus(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
 		ts.Fatalf("usage: set-status TASK STATUS")
 	}
 	s := get(ts)
-	key := s.planKey(ts, args[0])
-	err := s.world(ts).Store.Update(func(tx *store.Tx) error { return tx.SetTaskStatus(key, words.TaskStatus(args[1])) })
+	key := s.planKey(ts, a.pos[0])
+	err := s.world(ts).Store.Update(func(tx *store.Tx) error { return tx.SetTaskStatus(key, words.TaskStatus(a.pos[1])) })
 	s.expect(ts, neg, "set-status", err)
 }
-
-var _ = words.Pending
