@@ -46,7 +46,7 @@ var Catalog = map[string]string{
 	"store/requeue-read":       "step 6's read of the tasks to requeue (Tx.RequeueCandidates, in startup recovery's write transactions) fails with a storage error",
 	"store/rebase-read":        "step 4's read of the recorded rebase markers (Tx.RebasesInProgress) fails with a storage error",
 	"store/statement":          "the next SQL statement a transaction runs fails with a storage error (K*off->1*return: the (K+1)-th; return(\"step\"): a query fails after its first row, the others at once)",
-	"store/before-commit":      "runs a scenario command after a write transaction's writes, right before its COMMIT (the transaction holds the Store's one connection: use commands that do not read the Store, such as d-cancels or traced)",
+	"store/before-commit":      "runs a scenario command after a write transaction's writes, right before its COMMIT (the transaction holds the Store's one connection: use commands that do not read the Store, such as d-cancelled or traced)",
 
 	// Hooks that let a scenario act between two statements of one event.
 	"runner/before-launch-check":  "runs a scenario command right before the launch check",
