@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/codeboost/codeboost/strictjson"
 )
 
 // The error codes of replies the Store does not word (its refusals carry
@@ -218,8 +219,8 @@ func unwrap(w http.ResponseWriter) http.ResponseWriter {
 	}
 }
 
-// decode reads a JSON body of at most limit bytes into v, strictly: an
-// unknown field or trailing data is bad input. It writes the error reply
+// decode reads a JSON body of at most limit bytes into v, strictly
+// (strictjson: keys match exactly, once each, none unknown, one value). It writes the error reply
 // itself and reports whether v was filled.
 //
 // A body over its limit is 413 with Connection: close, and nothing more of
@@ -253,14 +254,8 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 		return false
 	}
 	_ = rc.SetReadDeadline(time.Time{})
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Unmarshal(raw, v); err != nil {
 		writeError(w, http.StatusBadRequest, codeBadInput, "the request body is not valid JSON for this action: "+err.Error())
-		return false
-	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, codeBadInput, "the request body holds more than one JSON value")
 		return false
 	}
 	return true

@@ -329,6 +329,48 @@ func TestBadInputStoresNothing(t *testing.T) {
 	}
 }
 
+// TestBodiesAreStrictJSON: an API body's keys match exactly and once, and
+// none is unknown (issue 19: {"Task": …} was processed as "task"): each is
+// 400 naming the key, and nothing is stored.
+// kills: mutant/json-keys-case-insensitive mutant/json-duplicate-keys-allowed
+func TestBodiesAreStrictJSON(t *testing.T) {
+	f := newFixture(t, 1)
+	f.approveAll(1)
+	st := f.status()
+	before := f.actionCount()
+	id := f.actionID()
+	start := fmt.Sprintf(`"action":"start","expectedStateVersion":%d,"expectedReviewVersion":%d,"actionId":"%s"`, st.StateVersion, st.ReviewVersion, id)
+	note := `"action":"change-note","item":1,"text":"keep it","actionId":"` + id + `"`
+	for _, tc := range []struct{ path, body, want string }{
+		{"/api/runner", `{"Task":"demo",` + start + `}`, `unknown field "Task" (keys match exactly, case included)`},
+		{"/api/runner", `{"task":"demo","task":"demo",` + start + `}`, `duplicate key "task"`},
+		{"/api/runner", `{"task":"demo","TASK":"other",` + start + `}`, `unknown field "TASK"`},
+		{"/api/runner", `{"task":"demo",` + start + `,"force":true}`, `unknown field "force"`},
+		{"/api/review", `{"Task":"demo",` + note + `}`, `unknown field "Task"`},
+		{"/api/review", `{"task":"demo",` + note + `,"text":"other"}`, `duplicate key "text"`},
+		{"/api/review", `{"task":"demo",` + note + `,"Text":"other"}`, `unknown field "Text"`},
+		{"/api/review", `{"task":"demo","action":"reject","actionId":"` + id + `","notes":[{"text":"a","Text":"b"}]}`, `notes[0]: unknown field "Text"`},
+	} {
+		req := httptest.NewRequest("POST", tc.path, strings.NewReader(tc.body))
+		rec := httptest.NewRecorder()
+		f.srv.Handler().ServeHTTP(rec, req)
+		code, msg := errorOf(t, rec)
+		if rec.Code != 400 || code != codeBadInput || !strings.Contains(msg, tc.want) {
+			t.Errorf("POST %s %s: %d %s %q, want 400 naming %q", tc.path, tc.body, rec.Code, code, msg, tc.want)
+		}
+	}
+	if n := f.actionCount(); n != before || f.attempts() != 0 {
+		t.Errorf("%d user actions (was %d), %d attempts after refused bodies", n, before, f.attempts())
+	}
+	var notes int
+	if err := f.w.Store.View(func(tx *store.Tx) error { ns, err := tx.Notes(f.key); notes = len(ns); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if notes != 0 {
+		t.Errorf("%d notes after refused bodies", notes)
+	}
+}
+
 // TestOversizedBodyNotRead: a body declared over its limit is 413 before
 // a byte of it is read, and a body with no declared length is read to
 // just past its limit and no further; both 413s close the connection
