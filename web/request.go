@@ -220,8 +220,8 @@ func unwrap(w http.ResponseWriter) http.ResponseWriter {
 }
 
 // decode reads a JSON body of at most limit bytes into v, strictly
-// (strictjson: keys match exactly, once each, none unknown, one value). It writes the error reply
-// itself and reports whether v was filled.
+// (strictjson: keys match exactly, once each, none unknown, one value).
+// It writes the error reply itself and reports whether v was filled.
 //
 // A body over its limit is 413 with Connection: close, and nothing more of
 // it is read: a declared length over the limit is refused before any byte
