@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,13 +13,15 @@ import (
 	"github.com/codeboost/codeboost/codehost"
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/strictjson"
 	"github.com/codeboost/codeboost/web"
 )
 
 // Config is the configuration file of `codeboost serve --config FILE`: the
 // listen address, the Store, the runner block, and the tasks the server
-// serves. It is JSON, decoded strictly (an unknown field is an error, so a
-// misspelt key is never silently ignored). The README has a complete
+// serves. It is JSON, decoded strictly (strictjson: an unknown field, a
+// key in another case and a repeated key are errors, so a misspelt key is
+// never silently ignored and never wins over the right one). The README has a complete
 // example; command-line flags override the file.
 type Config struct {
 	// Listen is the review server's address (default 127.0.0.1:8080). An
@@ -182,13 +183,8 @@ func LoadConfig(path string) (Config, error) {
 // ParseConfig decodes and checks a configuration.
 func ParseConfig(b []byte) (Config, error) {
 	c := Config{Listen: DefaultListen}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
+	if err := strictjson.Unmarshal(b, &c); err != nil {
 		return Config{}, err
-	}
-	if dec.More() {
-		return Config{}, errors.New("more than one JSON value")
 	}
 	return c, c.check()
 }

@@ -39,11 +39,44 @@ func TestParseConfigRefuses(t *testing.T) {
 		{`{"github":{},"tasks":[{"name":"a","identity":{"repositoryId":"r","taskId":"t","planId":"p"},"github":{"repo":"o/r","pullRequest":-1}}]}`, "must not be negative"},
 		{`{"github":{"tokenEnv":"A=B"}}`, "github.tokenEnv"},
 		{`{"github":{"apiUrl":"ftp://x"}}`, "github.apiUrl"},
-		{`{} {}`, "more than one JSON value"},
+		{`{} {}`, "invalid character '{' after top-level value"},
 	} {
 		_, err := ParseConfig([]byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.src, err, tc.want)
 		}
+	}
+}
+
+// TestParseConfigIsStrict: keys match exactly and once (issue 19: "listen"
+// then "LISTEN" served on the second address); the error names the key,
+// and nothing of the file is used.
+// kills: mutant/json-keys-case-insensitive mutant/json-duplicate-keys-allowed
+func TestParseConfigIsStrict(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{`{"listen":"127.0.0.1:8080","LISTEN":"0.0.0.0:9999"}`, `unknown field "LISTEN" (keys match exactly, case included)`},
+		{`{"Listen":"0.0.0.0:9999"}`, `unknown field "Listen"`},
+		{`{"listen":"127.0.0.1:8080","listen":"0.0.0.0:9999"}`, `duplicate key "listen"`},
+		{`{"runner":{"slots":1,"Slots":4}}`, `runner: unknown field "Slots"`},
+		{`{"runner":{"slots":1,"slots":4}}`, `runner: duplicate key "slots"`},
+		{`{"tasks":[{"name":"a","Name":"b"}]}`, `tasks[0]: unknown field "Name"`},
+		{`{"runner":{"agent":{"image":"i","image":"j"}}}`, `runner.agent: duplicate key "image"`},
+	} {
+		c, err := ParseConfig([]byte(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.src, err, tc.want)
+		}
+		if c.Listen != "" || c.Runner.Slots != 0 {
+			t.Errorf("%s: a refused configuration was used: %+v", tc.src, c)
+		}
+	}
+}
+
+// TestParseConfigNullKeepsDefault: null for the listen address leaves the
+// default, as encoding/json did (strictjson keeps that rule).
+func TestParseConfigNullKeepsDefault(t *testing.T) {
+	c, err := ParseConfig([]byte(`{"listen":null}`))
+	if err != nil || c.Listen != DefaultListen {
+		t.Errorf("%v %q", err, c.Listen)
 	}
 }

@@ -11,16 +11,16 @@ import (
 type Server interface {
 	// SetStopping is step 1's server half, in the same turn as the
 	// coordinator's barrier: new API requests get HTTP 503 ("The review
-	// server is shutting down."); admitted requests are drained, not
-	// rejected.
+	// server is shutting down."), on a new connection or a kept-alive one,
+	// until step 3 closes the listener (issue 19); admitted requests are
+	// drained, not rejected.
 	SetStopping()
-	// Drain is step 2: stop accepting connections and wait for admitted
-	// requests, up to the drain limit (at most 14.5 s, below the 15 s
-	// request timeout).
+	// Drain is step 2: wait for admitted requests, up to the drain limit
+	// (at most 14.5 s, below the 15 s request timeout).
 	Drain()
 	// AbortRequests is step 3's first half, before the write gate closes:
-	// abort the signals of the remaining requests and destroy those still
-	// reading a body.
+	// stop accepting connections, close the idle ones, abort the signals
+	// of the remaining requests and destroy those still reading a body.
 	AbortRequests()
 	// AwaitRequestWork is step 3's last half, after the write gate closed:
 	// await request-owned work (the merge coordinator).
@@ -79,8 +79,10 @@ func (a *App) closeAdmission() {
 	}
 }
 
-// drainRequests is step 2: stop accepting connections and wait for the
-// admitted HTTP requests up to the drain limit. There is no server in this
+// drainRequests is step 2: wait for the admitted HTTP requests up to the
+// drain limit. The server still accepts connections meanwhile, to answer
+// each new request 503 (step 1's rule) rather than refuse it unanswered;
+// step 3 closes the listener. There is no server in this
 // build; issue 8's plugs in through Options.Server.
 func (a *App) drainRequests() {
 	if a.server != nil {

@@ -2,12 +2,12 @@ package ask
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/strictjson"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -129,7 +129,7 @@ func parseAnswer(out []byte) (string, bool) {
 		Summary string `json:"summary"`
 		Answer  string `json:"answer"`
 	}
-	if err := json.Unmarshal(out, &r); err != nil {
+	if err := strictjson.UnmarshalOpen(out, &r); err != nil { // "answer" exactly, as the output check read it
 		return "", false
 	}
 	if r.Answer == "" {

@@ -24,6 +24,7 @@ import (
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/strictjson"
 	"github.com/codeboost/codeboost/suggest"
 	"github.com/codeboost/codeboost/words"
 )
@@ -273,8 +274,10 @@ func Reply(mode string, output []byte) ([]byte, error) {
 		Cards json.RawMessage `json:"cards"`
 		Items json.RawMessage `json:"items"`
 	}
-	if err := json.Unmarshal(output, &r); err != nil {
-		return nil, errors.New("the planning agent's answer is not one JSON object")
+	// Open reading: a key besides these two is the agent's own, but a
+	// repeated "cards" or a "Cards" is not taken for the answer.
+	if err := strictjson.UnmarshalOpen(output, &r); err != nil {
+		return nil, errors.New("the planning agent's answer is not one JSON object: " + err.Error())
 	}
 	if mode == store.ModeDraft {
 		if len(r.Items) == 0 {

@@ -122,6 +122,10 @@ func TestReply(t *testing.T) {
 		{store.ModeSuggestion, `not json`, "", "not one JSON object"},
 		{store.ModeSuggestion, `{"items":[]}`, "", `no "cards"`},
 		{store.ModeDraft, `{"cards":[]}`, "", `no "items"`},
+		// strictjson's open reading (issue 19): another key is the agent's
+		// own, but a repeated or differently cased answer is not believed.
+		{store.ModeSuggestion, `{"cards":[],"cards":[{"item":1}]}`, "", `duplicate key "cards"`},
+		{store.ModeSuggestion, `{"Cards":[{"item":1}]}`, "", `no "cards"`},
 	} {
 		got, err := planning.Reply(c.mode, []byte(c.out))
 		if c.err != "" {

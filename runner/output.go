@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/strictjson"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -49,8 +50,11 @@ func validOutput(kind string, out []byte) bool {
 	if len(out) == 0 || len(out) > store.MaxResult || !json.Valid(out) {
 		return false
 	}
+	// strictjson's open reading: the agent's own keys are allowed, but a
+	// key given twice (at any depth) is not, so what is checked here is
+	// what every later reader of the result sees.
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(out, &fields); err != nil || fields == nil {
+	if err := strictjson.UnmarshalOpen(out, &fields); err != nil || fields == nil {
 		return false // not an object (an array, a string, a number, null)
 	}
 	schema, ok := outputSchemas[kind]

@@ -59,6 +59,10 @@ func TestValidOutputChecksTheKindsSchema(t *testing.T) {
 		{words.KindCheck, `{"findings":{"a":1}}`, false},
 		{words.KindQuestion, `{"answer":"yes"}`, true},
 		{words.KindQuestion, `{"answer":true}`, false},
+		// A key given twice is refused (issue 19): the check and a later
+		// reader could each see a different one.
+		{words.KindQuestion, `{"answer":true,"answer":"yes"}`, false},
+		{words.KindExecute, `{"summary":"done","usage":{"inputTokens":1,"inputTokens":-5}}`, false},
 	}
 	for _, c := range cases {
 		if got := validOutput(c.kind, []byte(c.out)); got != c.want {

@@ -27,7 +27,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 	"unicode"
@@ -35,6 +34,7 @@ import (
 
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/plan"
+	"github.com/codeboost/codeboost/strictjson"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -688,16 +688,12 @@ func checkReplyText(reply []byte, open byte, want string) error {
 	return nil
 }
 
-// decodeStrict decodes one JSON value with no unknown field and nothing
-// after it.
+// decodeStrict decodes one JSON value strictly (strictjson: keys match
+// exactly and once, no unknown field, nothing after it): the planning
+// agent's reply is outside input.
 func decodeStrict(reply []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(reply))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Unmarshal(reply, v); err != nil {
 		return fmt.Errorf("the reply is not valid JSON for its schema: %v", err)
-	}
-	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
-		return errors.New("the reply has data after its JSON value")
 	}
 	return nil
 }

@@ -679,8 +679,10 @@ func TestParseCards(t *testing.T) {
 		{"an object", `{"items": []}`, "JSON array of cards"},
 		{"null", `null`, "JSON array of cards"},
 		{"not UTF-8", "[\xff]", "UTF-8"},
-		{"trailing data", `[] []`, "after its JSON value"},
+		{"trailing data", `[] []`, "after top-level value"},
 		{"unknown field", card(`"item": 0, "title": "t", "instructions": "", "kind": "add", "why": "x"`), "unknown field"},
+		{"repeated key", card(`"item": 0, "title": "t", "instructions": "", "kind": "add", "title": "u"`), `[0]: duplicate key "title"`},
+		{"key in another case", card(`"item": 0, "title": "t", "instructions": "", "kind": "add", "Kind": "remove"`), `[0]: unknown field "Kind"`},
 		{"fractional item", card(`"item": 1.5, "title": "t", "instructions": "", "kind": "change"`), "not valid JSON"},
 		{"unknown kind", card(`"item": 1, "title": "t", "instructions": "", "kind": "rename"`), `card 1: kind is "rename"`},
 		{"no kind", card(`"item": 1, "title": "t", "instructions": ""`), `kind is ""`},
@@ -721,7 +723,8 @@ func TestParseDraft(t *testing.T) {
 		{"too many", many, "not 201"},
 		{"unknown field", `{"items": [{"title": "t", "instructions": "", "scope": []}]}`, "unknown field"},
 		{"empty title", `{"items": [{"title": "t", "instructions": ""}, {"title": "", "instructions": ""}]}`, "item 2: title is empty"},
-		{"trailing", aDraft + `{}`, "after its JSON value"},
+		{"trailing", aDraft + `{}`, "after top-level value"},
+		{"repeated key", `{"items": [{"title": "t", "instructions": ""}], "items": []}`, `duplicate key "items"`},
 	}
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {

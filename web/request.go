@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/codeboost/codeboost/strictjson"
 )
 
 // The error codes of replies the Store does not word (its refusals carry
@@ -40,14 +41,14 @@ type request struct {
 	body   *body
 }
 
-func newRequest(w http.ResponseWriter, r *http.Request) *request {
+func newRequest(w http.ResponseWriter, r *http.Request, stopping func() bool) *request {
 	ctx, cancel := context.WithCancel(r.Context())
 	conn, _ := r.Context().Value(connKey{}).(net.Conn)
 	b := &body{rc: r.Body, declared: r.ContentLength > 0 || len(r.TransferEncoding) > 0, conn: conn}
 	r = r.WithContext(ctx)
 	r.Body = b
 	req := &request{r: r, cancel: cancel, body: b}
-	req.w = &replyWriter{ResponseWriter: w, body: b}
+	req.w = &replyWriter{ResponseWriter: w, body: b, stopping: stopping}
 	return req
 }
 
@@ -120,11 +121,13 @@ func (b *body) destroy() {
 // replyWriter adds Connection: close to a reply sent before a declared body
 // was read to its end: net/http would otherwise keep the connection busy
 // discarding the rest, where shutdown's idle-connection close cannot reach
-// it.
+// it. Once shutdown began (step 1) every reply says it, so that no
+// connection outlives its last reply.
 type replyWriter struct {
 	http.ResponseWriter
-	body   *body
-	status int
+	body     *body
+	stopping func() bool
+	status   int
 }
 
 func (w *replyWriter) WriteHeader(status int) {
@@ -132,7 +135,7 @@ func (w *replyWriter) WriteHeader(status int) {
 		return
 	}
 	w.status = status
-	if w.body.unread() {
+	if w.body.unread() || w.stopping() {
 		w.Header().Set("Connection", "close")
 	}
 	w.ResponseWriter.WriteHeader(status)
@@ -184,42 +187,65 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // errTooLarge is readBody's answer to a body over its limit.
 var errTooLarge = errors.New("web: body too large")
 
-// readBody reads the whole body, at most limit bytes. A body over the limit
-// is read to its end and discarded before the 413 goes out, so that a
-// client still sending is not reset before it reads the reply and the
-// connection stays usable; a request still sending at the drain limit is
-// destroyed like any other.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		if _, err := io.Copy(io.Discard, r.Body); err != nil {
-			return nil, err
-		}
+// readBody reads the whole body, at most limit bytes, and reads no more
+// than limit+1 of a body that has no declared length: past that it stops
+// with errTooLarge, and the body's rest is never read. Reading the rest to
+// its end (so that a client still sending is not reset before it reads the
+// 413) would let one request declaring 100 GB keep the server reading for
+// the whole request timeout (issue 19); the refusal closes the connection
+// instead, which the contract accepts for a refusal sent before its body
+// ends ("A refusal that closes the connection can still reset a client
+// sending a large body before it reads the reply"). http.MaxBytesReader
+// tells net/http the limit was hit, so it closes the connection gently (it
+// stops writing, then waits briefly before the close) instead of reading
+// on to find the next request.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(unwrap(w), r.Body, limit))
+	if _, over := errors.AsType[*http.MaxBytesError](err); over {
 		return nil, errTooLarge
 	}
-	return b, nil
+	return b, err
 }
 
-// decode reads a JSON body of at most limit bytes into v, strictly: an
-// unknown field or trailing data is bad input. It writes the error reply
-// itself and reports whether v was filled.
+// unwrap is the writer net/http made, under the server's own wrappers: the
+// one http.MaxBytesReader can tell that the limit was hit.
+func unwrap(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
+}
+
+// decode reads a JSON body of at most limit bytes into v, strictly
+// (strictjson: keys match exactly, once each, none unknown, one value).
+// It writes the error reply itself and reports whether v was filled.
+//
+// A body over its limit is 413 with Connection: close, and nothing more of
+// it is read: a declared length over the limit is refused before any byte
+// is read, and a body without one is cut once it passes the limit. The
+// connection's read deadline is then moved to now, so that net/http's own
+// close of the body (which would read up to 256 KiB more, looking for the
+// next request) reads nothing either.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	rc := http.NewResponseController(w)
+	if r.ContentLength > limit {
+		tooLarge(w, rc)
+		return false
+	}
 	// A body must arrive within the request timeout, so that a client that
 	// stops sending does not hold a request open outside shutdown either.
 	// It is a socket deadline, so it is set on the OS's clock, not the
 	// injected one; a request served in-process has no socket, and
 	// ErrNotSupported leaves it without one. The server has no ReadTimeout
 	// of its own: it would also cut the live-output streams.
-	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(RequestTimeout))
-	defer rc.SetReadDeadline(time.Time{})
-	raw, err := readBody(r, limit)
+	raw, err := readBody(w, r, limit)
 	switch {
 	case errors.Is(err, errTooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge, "the request body is over its limit")
+		tooLarge(w, rc)
 		return false
 	case err != nil:
 		// The body could not be read: the client went away, or step 3
@@ -227,15 +253,17 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 		writeError(w, http.StatusBadRequest, codeBadInput, "the request body could not be read")
 		return false
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	_ = rc.SetReadDeadline(time.Time{})
+	if err := strictjson.Unmarshal(raw, v); err != nil {
 		writeError(w, http.StatusBadRequest, codeBadInput, "the request body is not valid JSON for this action: "+err.Error())
 		return false
 	}
-	if dec.More() {
-		writeError(w, http.StatusBadRequest, codeBadInput, "the request body holds more than one JSON value")
-		return false
-	}
 	return true
+}
+
+// tooLarge answers 413 to a body left unread (replyWriter adds Connection:
+// close) and stops every later read of the connection.
+func tooLarge(w http.ResponseWriter, rc *http.ResponseController) {
+	writeError(w, http.StatusRequestEntityTooLarge, codeTooLarge, "the request body is over its limit")
+	_ = rc.SetReadDeadline(time.Now())
 }

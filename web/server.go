@@ -88,7 +88,7 @@ type Server struct {
 	drained  chan struct{}         // closed once the drain ended: no request active, or the drain limit passed; nil before the drain
 	httpSrv  *http.Server          // nil when the handler is called in-process
 	served   chan struct{}         // closed when Serve returns
-	shut     chan struct{}         // closed when the drain's http.Server.Shutdown returns; nil before the drain
+	shut     chan struct{}         // closed when step 3's http.Server.Shutdown returns; nil before step 3
 }
 
 // New checks the options and builds the server.
@@ -153,7 +153,7 @@ type connKey struct{}
 // An admitted request is tracked until its handler returns, so the drain
 // can wait for it and step 3 can abort it.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	req := newRequest(w, r)
+	req := newRequest(w, r, s.Stopping)
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
@@ -193,31 +193,33 @@ func closeOnce(c chan struct{}) {
 
 // SetStopping is step 1's server half: from now on every new request gets
 // 503 "The review server is shutting down.", no merge is admitted and no
-// merge command is sent, replies stop keeping their connections alive,
-// and every live-output stream closes so that no stream holds the drain
-// open. Admitted requests run on.
+// merge command is sent, every reply says Connection: close, and every
+// live-output stream closes so that no stream holds the drain open.
+// Admitted requests run on.
+//
+// The listener and the idle keep-alive connections stay open until step 3
+// (AbortRequests): a request on a new connection, or the next request on a
+// kept-alive one, is answered 503 during the drain instead of being
+// refused or cut without a reply (issue 19). Each such reply closes its
+// connection, so none is left for step 3 but the idle ones.
 func (s *Server) SetStopping() {
 	s.mu.Lock()
 	s.stopping = true
 	if len(s.active) == 0 {
 		closeOnce(s.idle)
 	}
-	srv := s.httpSrv
 	s.mu.Unlock()
 	if s.opt.Merges != nil {
 		s.opt.Merges.Stop() // the merge coordinator's closing flag, in the same turn
-	}
-	if srv != nil {
-		srv.SetKeepAlivesEnabled(false)
 	}
 	if s.opt.Output != nil {
 		s.opt.Output.Close()
 	}
 }
 
-// Drain is step 2: stop accepting connections, close the idle ones, and
-// wait for the admitted requests up to the drain limit, on the injected
-// clock.
+// Drain is step 2: wait for the admitted requests up to the drain limit,
+// on the injected clock. Connections are still accepted meanwhile, and
+// every request on them is 503 (see SetStopping).
 func (s *Server) Drain() { <-s.BeginDrain() }
 
 // BeginDrain starts step 2 and returns a channel closed once the drain
@@ -228,27 +230,12 @@ func (s *Server) Drain() { <-s.BeginDrain() }
 // The timer is never stopped: firing after the drain ended changes nothing.
 func (s *Server) BeginDrain() <-chan struct{} {
 	s.mu.Lock()
-	srv := s.httpSrv
 	drained := make(chan struct{})
 	s.drained = drained
 	if len(s.active) == 0 {
 		close(drained)
 	}
-	var shut chan struct{}
-	if srv != nil {
-		shut = make(chan struct{})
-		s.shut = shut
-	}
 	s.mu.Unlock()
-	if srv != nil {
-		// Shutdown closes the listeners and the idle connections, then
-		// keeps closing connections as they go idle; it returns once none
-		// is left, at the latest when Close (step 6) ends them all.
-		go func() {
-			defer close(shut)
-			srv.Shutdown(context.Background()) //nolint:errcheck // its only error is the context's, never cancelled
-		}()
-	}
 	s.opt.Clock.AfterFunc(s.opt.DrainLimit, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -269,16 +256,32 @@ func isClosed(c chan struct{}) bool {
 	}
 }
 
-// AbortRequests is step 3's first half: abort the context of every request
-// still running and destroy those still reading a body, before the write
-// gate closes.
+// AbortRequests is step 3's first half: stop accepting connections and
+// close the idle ones, then abort the context of every request still
+// running and destroy those still reading a body, before the write gate
+// closes.
 func (s *Server) AbortRequests() {
 	s.mu.Lock()
 	reqs := make([]*request, 0, len(s.active))
 	for r := range s.active {
 		reqs = append(reqs, r)
 	}
+	srv := s.httpSrv
+	var shut chan struct{}
+	if srv != nil && s.shut == nil {
+		shut = make(chan struct{})
+		s.shut = shut
+	}
 	s.mu.Unlock()
+	if shut != nil {
+		// Shutdown closes the listeners and the idle connections, then
+		// keeps closing connections as they go idle; it returns once none
+		// is left, at the latest when Close (step 6) ends them all.
+		go func() {
+			defer close(shut)
+			srv.Shutdown(context.Background()) //nolint:errcheck // its only error is the context's, never cancelled
+		}()
+	}
 	for _, r := range reqs {
 		r.cancel()
 		r.destroyIfReading()

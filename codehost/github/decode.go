@@ -3,14 +3,18 @@ package github
 import (
 	"encoding/json"
 	"regexp"
+
+	"github.com/codeboost/codeboost/strictjson"
 )
 
 var shaRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
 
-// decode reads body as exactly one JSON value into v: json.Unmarshal
-// refuses trailing data, so a truncated or concatenated answer is not
-// half-believed.
-func decode(body []byte, v any) error { return json.Unmarshal(body, v) }
+// decode reads body as exactly one JSON value into v, through strictjson's
+// open reading: GitHub adds fields to its objects, so a key codehost does
+// not read is skipped, but keys match exactly and once, so a repeated
+// "merged" or a "Merged" beside "merged" is not half-believed, nor is a
+// truncated or concatenated answer.
+func decode(body []byte, v any) error { return strictjson.UnmarshalOpen(body, v) }
 
 // issueJSON is the part of GitHub's issue object codehost reads.
 type issueJSON struct {

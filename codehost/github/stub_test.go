@@ -117,6 +117,12 @@ func TestMergeStatusMapping(t *testing.T) {
 		{"200 not JSON", 200, `<html>`, codehost.MergeResult{}, codehost.ErrUnknownOutcome},
 		{"200 truncated", 200, merged[:20], codehost.MergeResult{}, codehost.ErrUnknownOutcome},
 		{"200 trailing data", 200, merged + `}`, codehost.MergeResult{}, codehost.ErrUnknownOutcome},
+		// A repeated key, or one in another case, is not half-believed
+		// (strictjson, issue 19); a field codehost does not read is fine.
+		{"200 merged twice", 200, fmt.Sprintf(`{"merged":false,"merged":true,"sha":%q}`, sha(7)), codehost.MergeResult{}, codehost.ErrUnknownOutcome},
+		{"200 Merged", 200, fmt.Sprintf(`{"Merged":true,"sha":%q}`, sha(7)), codehost.MergeResult{}, codehost.ErrUnknownOutcome},
+		{"200 with more fields", 200, fmt.Sprintf(`{"merged":true,"sha":%q,"message":"Pull Request successfully merged","extra":{"a":1}}`, sha(7)),
+			codehost.MergeResult{Merged: true, SHA: sha(7)}, nil},
 		{"200 oversized", 200, merged + strings.Repeat(" ", github.MaxBody), codehost.MergeResult{}, codehost.ErrUnknownOutcome},
 		{"204", 204, ``, codehost.MergeResult{}, codehost.ErrUnknownOutcome},
 		{"301 without location", 301, ``, codehost.MergeResult{}, codehost.ErrUnknownOutcome},

@@ -208,6 +208,23 @@ func TestPlanImportsOnlyTheStandardLibrary(t *testing.T) {
 	}
 }
 
+// TestStrictJSONImportsOnlyItsLibrary: strictjson, the one reader of
+// JSON from outside the process, is a leaf over the standard library and
+// github.com/go-json-experiment/json, so that the web server, the
+// configuration, the Store and the code host can all use it.
+func TestStrictJSONImportsOnlyItsLibrary(t *testing.T) {
+	pkgs := list(t)
+	p := pkgs[mod+"/strictjson"]
+	if p == nil {
+		t.Fatal("no strictjson package")
+	}
+	for _, d := range p.Deps {
+		if !pkgs[d].Standard && !strings.HasPrefix(d, "github.com/go-json-experiment/json") {
+			t.Errorf("strictjson depends on %s, which is neither the standard library nor github.com/go-json-experiment/json", d)
+		}
+	}
+}
+
 // TestLiveOutputAndDemoImports: the live output hub (dadapter/livelog) is
 // a leaf over the D contract, which the application, the web server and
 // the demo use; the demo agent (package demo) plays the simulated D on the
