@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -140,27 +141,26 @@ func itemPrompt(it store.PlanItem) string {
 	return b.String()
 }
 
-// commitDiff reads a runner commit's diff from the runner-owned
-// repository of the task's repository, for the review screen.
-func (a *App) commitDiff(t web.Task, base, commit string) ([]byte, error) {
+// commitDiff writes a runner commit's diff from the runner-owned
+// repository of the task's repository to w, for the review screen: a
+// changed file over diffBigBytes is one summary line, never read.
+func (a *App) commitDiff(ctx context.Context, w io.Writer, t web.Task, base, commit string, maxBytes int) (bool, error) {
 	if t.Repository == "" {
-		return nil, errors.New("the task has no repository")
+		return false, errors.New("the task has no repository")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), engineTimeout)
+	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
 	r, err := gitrepo.Open(ctx, a.root, a.token, t.Repository)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	diff, truncated, err := r.Diff(ctx, base, commit, maxCommitDiff)
-	if truncated {
-		diff = append(diff, []byte("\ncodeboost: the diff was cut at 2 MiB\n")...)
-	}
-	return diff, err
+	return r.Diff(ctx, w, base, commit, gitrepo.DiffOptions{MaxBytes: maxBytes, BigBytes: diffBigBytes})
 }
 
-// maxCommitDiff bounds the diff view of a runner commit.
-const maxCommitDiff = 2 << 20
+// diffBigBytes is the size over which a commit's changed file is summarized
+// in the diff view, as the partial output names a changed file over 8 MiB
+// instead of diffing it.
+const diffBigBytes = 8 << 20
 
 // agentWords says what runs the attempts, for the "serving" line.
 func (a *App) agentWords() string {
