@@ -42,16 +42,19 @@ type diffReply struct {
 	body   string
 }
 
+// getDiffView reads the diff view; it may run off the test's goroutine,
+// so a failed request is an error and a zero reply.
 func getDiffView(t *testing.T, url, attempt string) diffReply {
 	t.Helper()
 	resp, err := http.Get(url + "/api/diff?task=parser-fix&attempt=" + attempt)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return diffReply{}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
 	return diffReply{resp.StatusCode, resp.Header, string(b)}
 }
@@ -155,11 +158,18 @@ func TestDiffViewReadsBounded(t *testing.T) {
 		mu.Unlock()
 		if hold { // only the reads the bound admits wait, so a read past it cannot hang the test
 			entered <- struct{}{}
-			<-release
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
 		}
 		_, err := io.WriteString(w, "diff --git a/parse.go b/parse.go\n")
 		return false, err
 	})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the world's: a failed test leaves no read held
 	held := make(chan diffReply, maxDiffReads)
 	for range maxDiffReads {
 		go func() { held <- getDiffView(t, w.url, a) }()
@@ -174,7 +184,7 @@ func TestDiffViewReadsBounded(t *testing.T) {
 	if !strings.Contains(r.body, diffBusyMessage) {
 		t.Errorf("the 503 says %s, want %q", r.body, diffBusyMessage)
 	}
-	close(release)
+	free()
 	for range maxDiffReads {
 		if r := <-held; r.status != 200 {
 			t.Fatalf("a held read: %d %s", r.status, r.body)
