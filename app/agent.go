@@ -43,7 +43,7 @@ func (a *App) newD() (dadapter.D, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), engineTimeout)
 	defer cancel()
-	d, err := a.opt.Engine(ctx, a.root, a.log)
+	d, err := a.opt.Engine(ctx, EngineOptions{RunnerRoot: a.root, CommitLimit: a.opt.Runner.Agent.CommitLimit, Log: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("an agent is configured, but %w (codeboost serve --demo runs without Docker)", err)
 	}
@@ -68,7 +68,15 @@ type Engine interface {
 // that what links this package without running agents, the scenarios' test
 // binary above all (linked once per mutant by the bite test), does not link
 // the Docker client and its dependencies; internal/importrules keeps it so.
-type OpenEngine func(ctx context.Context, runnerRoot string, log *slog.Logger) (Engine, error)
+type OpenEngine func(ctx context.Context, opt EngineOptions) (Engine, error)
+
+// EngineOptions are what serve tells the engine's D besides each
+// attempt's agent profile.
+type EngineOptions struct {
+	RunnerRoot  string // the runner-owned repositories and D's staging
+	CommitLimit int64  // runner.agent.commitLimitBytes; 0: D's default
+	Log         *slog.Logger
+}
 
 // kinds are the attempt kinds this runner accepts, and why a refused kind
 // is refused: "The composed deps accept execute and credential-free check

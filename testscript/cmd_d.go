@@ -58,6 +58,9 @@ func init() {
 		Command{Name: "agent-leaves", Usage: "agent-leaves ATTEMPT ENTRY...",
 			Summary: "sets what inspecting the attempt's task storage finds (D's change manifest, which the runner's audit judges); ENTRY is metadata, cut, KIND=PATH (KIND added, modified, deleted, type-changed, ignored, nested, gitlink, dotgit, special, refused) or symlink=PATH->TARGET",
 			Example: "agent-leaves A modified=README.md ignored=build/out.o", Run: cmdAgentLeaves},
+		Command{Name: "agent-writes", Usage: "agent-writes ATTEMPT BYTES [limit=BYTES]",
+			Summary: "sets how many bytes the attempt's added and changed files hold; D's commit refuses them past its commit limit (runner.agent.commitLimitBytes, default 256 MiB; limit= sets it)",
+			Example: "agent-writes A 2147483648", Run: cmdAgentWrites},
 	)
 }
 
@@ -234,6 +237,27 @@ func cmdAgentLeaves(ts *gts.TestScript, neg bool, args []string) {
 	}
 	s := get(ts)
 	s.world(ts).D.SetChanges(s.attempt(ts, args[0]), m)
+}
+
+func cmdAgentWrites(ts *gts.TestScript, neg bool, args []string) {
+	if len(args) < 2 || len(args) > 3 {
+		ts.Fatalf("usage: agent-writes ATTEMPT BYTES [limit=BYTES]")
+	}
+	n, err := strconv.ParseInt(args[1], 10, 64)
+	if err != nil || n < 0 {
+		ts.Fatalf("agent-writes: %q is not a byte count", args[1])
+	}
+	s := get(ts)
+	d := s.world(ts).D
+	if len(args) == 3 {
+		v, ok := strings.CutPrefix(args[2], "limit=")
+		limit, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil || limit <= 0 {
+			ts.Fatalf("agent-writes: %q is not limit=BYTES", args[2])
+		}
+		d.SetCommitLimit(limit)
+	}
+	d.SetWritten(s.attempt(ts, args[0]), n)
 }
 
 // parseManifest reads agent-leaves' entries into a change manifest.
