@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -42,7 +43,7 @@ func (a *App) newD() (dadapter.D, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), engineTimeout)
 	defer cancel()
-	d, err := a.opt.Engine(ctx, a.root, a.log)
+	d, err := a.opt.Engine(ctx, EngineOptions{RunnerRoot: a.root, CommitLimit: a.opt.Runner.Agent.CommitLimit, Log: a.log})
 	if err != nil {
 		return nil, fmt.Errorf("an agent is configured, but %w (codeboost serve --demo runs without Docker)", err)
 	}
@@ -67,7 +68,15 @@ type Engine interface {
 // that what links this package without running agents, the scenarios' test
 // binary above all (linked once per mutant by the bite test), does not link
 // the Docker client and its dependencies; internal/importrules keeps it so.
-type OpenEngine func(ctx context.Context, runnerRoot string, log *slog.Logger) (Engine, error)
+type OpenEngine func(ctx context.Context, opt EngineOptions) (Engine, error)
+
+// EngineOptions are what serve tells the engine's D besides each
+// attempt's agent profile.
+type EngineOptions struct {
+	RunnerRoot  string // the runner-owned repositories and D's staging
+	CommitLimit int64  // runner.agent.commitLimitBytes; 0: D's default
+	Log         *slog.Logger
+}
 
 // kinds are the attempt kinds this runner accepts, and why a refused kind
 // is refused: "The composed deps accept execute and credential-free check
@@ -140,27 +149,26 @@ func itemPrompt(it store.PlanItem) string {
 	return b.String()
 }
 
-// commitDiff reads a runner commit's diff from the runner-owned
-// repository of the task's repository, for the review screen.
-func (a *App) commitDiff(t web.Task, base, commit string) ([]byte, error) {
+// commitDiff writes a runner commit's diff from the runner-owned
+// repository of the task's repository to w, for the review screen: a
+// changed file over diffBigBytes is one summary line, never read.
+func (a *App) commitDiff(ctx context.Context, w io.Writer, t web.Task, base, commit string, maxBytes int) (bool, error) {
 	if t.Repository == "" {
-		return nil, errors.New("the task has no repository")
+		return false, errors.New("the task has no repository")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), engineTimeout)
+	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
 	r, err := gitrepo.Open(ctx, a.root, a.token, t.Repository)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	diff, truncated, err := r.Diff(ctx, base, commit, maxCommitDiff)
-	if truncated {
-		diff = append(diff, []byte("\ncodeboost: the diff was cut at 2 MiB\n")...)
-	}
-	return diff, err
+	return r.Diff(ctx, w, base, commit, gitrepo.DiffOptions{MaxBytes: maxBytes, BigBytes: diffBigBytes})
 }
 
-// maxCommitDiff bounds the diff view of a runner commit.
-const maxCommitDiff = 2 << 20
+// diffBigBytes is the size over which a commit's changed file is summarized
+// in the diff view, as the partial output names a changed file over 8 MiB
+// instead of diffing it.
+const diffBigBytes = 8 << 20
 
 // agentWords says what runs the attempts, for the "serving" line.
 func (a *App) agentWords() string {

@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 
@@ -30,18 +29,20 @@ func (e *fakeEngine) Close() error { e.closed++; return nil }
 // time the lock is released, so the next start can take it.
 func TestAgentNeedsAnEngine(t *testing.T) {
 	_, db, _ := firstStart(t)
-	agent := app.RunnerConfig{Agent: app.AgentConfig{Image: "codeboost-agent:missing"}}
+	agent := app.RunnerConfig{Agent: app.AgentConfig{Image: "codeboost-agent:missing", CommitLimit: 1 << 20}}
 	opened := &fakeEngine{}
+	var told app.EngineOptions
 	for _, c := range []struct {
 		name   string
 		engine app.OpenEngine
 		want   string
 	}{
 		{"no-engine-in-this-build", nil, "this build of codeboost opens no container engine"},
-		{"engine-does-not-answer", func(context.Context, string, *slog.Logger) (app.Engine, error) {
+		{"engine-does-not-answer", func(context.Context, app.EngineOptions) (app.Engine, error) {
 			return nil, errors.New("the Docker engine at unix:///gone.sock does not answer")
 		}, "an agent is configured, but the Docker engine at unix:///gone.sock does not answer"},
-		{"image-missing", func(context.Context, string, *slog.Logger) (app.Engine, error) {
+		{"image-missing", func(_ context.Context, opt app.EngineOptions) (app.Engine, error) {
+			told = opt
 			return opened, nil
 		}, "the agent image: the image codeboost-agent:missing is not on the engine"},
 	} {
@@ -54,6 +55,9 @@ func TestAgentNeedsAnEngine(t *testing.T) {
 				t.Errorf("admission opened:\n%s", logs)
 			}
 		})
+	}
+	if told.CommitLimit != 1<<20 || told.RunnerRoot == "" {
+		t.Errorf("the engine was opened with %+v, want runner.agent.commitLimitBytes (1 MiB) and the runner root", told)
 	}
 	if opened.closed != 1 {
 		t.Errorf("the engine whose image was missing was closed %d times, want once", opened.closed)

@@ -82,6 +82,9 @@ type AgentConfig struct {
 	CPUs        float64 `json:"cpus"`
 	PIDs        int64   `json:"pids"`
 	OutputLimit int     `json:"outputLimitBytes"`
+	// CommitLimit bounds the added and changed files of an attempt's
+	// commit; past it the attempt fails, its partial output saved.
+	CommitLimit int64 `json:"commitLimitBytes"`
 }
 
 // envName is what a POSIX environment variable name looks like.
@@ -89,7 +92,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func (a AgentConfig) check() error {
 	if a.Image == "" {
-		if len(a.Argv)+len(a.Env) > 0 || a.Network != "" || a.MemoryBytes != 0 || a.CPUs != 0 || a.PIDs != 0 || a.OutputLimit != 0 {
+		if len(a.Argv)+len(a.Env) > 0 || a.Network != "" || a.MemoryBytes != 0 || a.CPUs != 0 || a.PIDs != 0 || a.OutputLimit != 0 || a.CommitLimit != 0 {
 			return errors.New("runner.agent.image: required when the agent block says anything")
 		}
 		return nil
@@ -99,7 +102,7 @@ func (a AgentConfig) check() error {
 			return fmt.Errorf("runner.agent.env[%d]: %q is not an environment variable name", i, e)
 		}
 	}
-	if a.MemoryBytes < 0 || a.CPUs < 0 || a.PIDs < 0 || a.OutputLimit < 0 {
+	if a.MemoryBytes < 0 || a.CPUs < 0 || a.PIDs < 0 || a.OutputLimit < 0 || a.CommitLimit < 0 {
 		return errors.New("runner.agent: limits must not be negative")
 	}
 	return nil

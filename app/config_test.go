@@ -7,13 +7,14 @@ import (
 )
 
 func TestParseConfig(t *testing.T) {
-	c, err := ParseConfig([]byte(`{"store":"cb.db","runner":{"slots":2,"attemptTimeout":"20m","budget":"3h"},
+	c, err := ParseConfig([]byte(`{"store":"cb.db","runner":{"slots":2,"attemptTimeout":"20m","budget":"3h","agent":{"image":"a:1","commitLimitBytes":1048576}},
 		"tasks":[{"name":"parser-fix","repository":"/srv/parser","identity":{"repositoryId":"acme-parser","taskId":"142","planId":"p1"}}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Listen != DefaultListen || c.Store != "cb.db" || c.Runner.Slots != 2 || time.Duration(c.Runner.AttemptTimeout) != 20*time.Minute ||
-		time.Duration(c.Runner.Budget) != 3*time.Hour || len(c.Tasks) != 1 || c.Tasks[0].identity().Key() == "" {
+		time.Duration(c.Runner.Budget) != 3*time.Hour || len(c.Tasks) != 1 || c.Tasks[0].identity().Key() == "" ||
+		c.Runner.Agent.CommitLimit != 1<<20 {
 		t.Errorf("%+v", c)
 	}
 }
@@ -30,6 +31,8 @@ func TestParseConfigRefuses(t *testing.T) {
 		{`{"runner":{"attemptTimeout":30}}`, "a duration is a string"},
 		{`{"runner":{"budget":"-1h"}}`, "negative"},
 		{`{"runner":{"slots":-1}}`, "runner.slots"},
+		{`{"runner":{"agent":{"image":"a:1","commitLimitBytes":-1}}}`, "runner.agent: limits must not be negative"},
+		{`{"runner":{"agent":{"commitLimitBytes":1048576}}}`, "runner.agent.image: required"},
 		{`{"tasks":[` + task("Bad Name", "r", "t") + `]}`, "tasks[0].name"},
 		{`{"tasks":[` + task("a", "r", "t") + `,` + task("a", "r", "u") + `]}`, "configured twice"},
 		{`{"tasks":[` + task("a", "r", "t") + `,` + task("b", "r", "t") + `]}`, `the same plan identity as task "a"`},

@@ -294,6 +294,21 @@ const MaxManifestPaths = 10000
 // (#88). A tree with more leaves is reported cut, never listed in part.
 const MaxTreeLeaves = 100000
 
+// DefaultCommitLimit is the commit limit when the configuration names
+// none (runner.agent.commitLimitBytes).
+const DefaultCommitLimit = 256 << 20
+
+// CommitTooLarge is CommitTaskChanges' refusal of a work tree whose added
+// and changed files hold more than D's commit limit: nothing is committed,
+// and the attempt fails with this diagnostic (words.CommitOverLimit) and
+// its partial output, as for any commit that could not be taken.
+type CommitTooLarge struct {
+	Bytes int64 // the added and changed files, together
+	Limit int64
+}
+
+func (e *CommitTooLarge) Error() string { return words.CommitOverLimit(e.Bytes, e.Limit) }
+
 // Bundle is a completed writable attempt's commit, taken out of task storage
 // before it is removed.
 type Bundle struct {
@@ -411,7 +426,9 @@ type D interface {
 	// CommitTaskChanges takes a completed writable attempt's work out of
 	// task storage as a bundle, and takes the bundle into the runner-owned
 	// repository under the attempt's ref (refs/codeboost/attempts/<id>)
-	// only if it is a single commit on the storage's base.
+	// only if it is a single commit on the storage's base. Changes over
+	// D's commit limit are refused with a *CommitTooLarge, before any of
+	// them is read.
 	CommitTaskChanges(ctx context.Context, fs TaskFilesystems, done func(Bundle, error))
 
 	// ReleaseTaskCommit drops the attempt's ref in the runner-owned

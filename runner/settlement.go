@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/store"
@@ -116,7 +117,7 @@ func (c *Coordinator) takeCommit(j *job) {
 			cancel()
 			if err != nil {
 				c.traceAttempt(j.attemptID, "commit extraction failed %s: %v", j.attemptID, err)
-				c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the commit could not be taken: " + err.Error()})
+				c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: commitFailure(err)})
 			} else {
 				c.traceAttempt(j.attemptID, "commit extracted %s %s", j.attemptID, b.Commit)
 				j.scope.Leaves, j.scope.LeavesCut = b.Leaves, b.LeavesCut
@@ -124,6 +125,16 @@ func (c *Coordinator) takeCommit(j *job) {
 			}
 		})
 	})
+}
+
+// commitFailure is the diagnostic of a commit that could not be taken:
+// changes over the commit limit say so in the words the person reads
+// (words.CommitOverLimit), anything else names D's error.
+func commitFailure(err error) string {
+	if big, ok := errors.AsType[*dadapter.CommitTooLarge](err); ok {
+		return big.Error()
+	}
+	return "the commit could not be taken: " + err.Error()
 }
 
 // publishNow is publication steps 3 and 4.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/codeboost/codeboost/dadapter"
@@ -61,6 +62,9 @@ func init() {
 		Command{Name: "agent-leaves", Kind: Action, Words: true, Usage: "agent-leaves ATTEMPT ENTRY...",
 			Summary: "sets what inspecting the attempt's task storage finds (D's change manifest, which the runner's audit judges); ENTRY is metadata, cut, KIND=PATH (KIND added, modified, deleted, type-changed, ignored, nested, gitlink, dotgit, special, refused) or symlink=PATH->TARGET",
 			Example: "agent-leaves A modified=README.md ignored=build/out.o", Run: cmdAgentLeaves},
+		Command{Name: "agent-writes", Kind: Action, Keys: []Key{K("limit", Int)}, Usage: "agent-writes ATTEMPT BYTES [limit=BYTES]",
+			Summary: "sets how many bytes the attempt's added and changed files hold; D's commit refuses them past its commit limit (runner.agent.commitLimitBytes, default 256 MiB; limit= sets it)",
+			Example: "agent-writes A 2147483648", Run: cmdAgentWrites},
 	)
 }
 
@@ -238,6 +242,25 @@ func cmdAgentLeaves(ts *gts.TestScript, neg bool, a argSet) {
 	}
 	s := get(ts)
 	s.world(ts).D.SetChanges(s.attempt(ts, a.pos[0]), m)
+}
+
+func cmdAgentWrites(ts *gts.TestScript, neg bool, a argSet) {
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: agent-writes ATTEMPT BYTES [limit=BYTES]")
+	}
+	n, err := strconv.ParseInt(a.pos[1], 10, 64)
+	if err != nil || n < 0 {
+		ts.Fatalf("agent-writes: %q is not a byte count", a.pos[1])
+	}
+	s := get(ts)
+	d := s.world(ts).D
+	if limit, ok := a.num("limit"); ok {
+		if limit <= 0 {
+			ts.Fatalf("agent-writes: limit=%d is not a byte count", limit)
+		}
+		d.SetCommitLimit(int64(limit))
+	}
+	d.SetWritten(s.attempt(ts, a.pos[0]), n)
 }
 
 // parseManifest reads agent-leaves' entries into a change manifest.

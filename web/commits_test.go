@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -25,9 +26,10 @@ func TestRunnerCommitsOwnTheHead(t *testing.T) {
 	var diffArgs atomic.Value
 	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix},
 		head: func(Task) (string, error) { asked.Add(1); return userHead.Load().(string), nil },
-		commitDiff: func(_ Task, base, commit string) ([]byte, error) {
+		commitDiff: func(_ context.Context, w io.Writer, _ Task, base, commit string, _ int) (bool, error) {
 			diffArgs.Store(base + ".." + commit)
-			return []byte("diff --git a/parse.go b/parse.go\n"), nil
+			_, err := io.WriteString(w, "diff --git a/parse.go b/parse.go\n")
+			return false, err
 		}})
 	if r := loadReview(t, w.url, "parser-fix"); r.Head != "u1" {
 		t.Fatalf("before any runner commit the load shows %q, want the user's HEAD u1", r.Head)

@@ -22,6 +22,9 @@ const (
 	codeNotFound     = "not-found"
 	codeMethod       = "method-not-allowed"
 	codeStorage      = "storage-error"
+	// codeBusy: a bounded resource (the diff view's reads) is in use;
+	// the answer carries Retry-After.
+	codeBusy = "busy"
 	// codeGitHubUnavailable: a merge click's GitHub read before admission
 	// did not answer; nothing was recorded, so the screen may resend.
 	codeGitHubUnavailable = "github-unavailable"

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -41,10 +42,11 @@ type Options struct {
 	// has runner commits: the Store's recorded head is the task's head
 	// then (the contract's "Runner-owned repository", Review).
 	Head func(Task) (string, error)
-	// CommitDiff reads the diff of a runner commit (a completed attempt's
-	// commit on its base) from the runner-owned repository, for the diff
-	// view; nil: only saved partial output is shown.
-	CommitDiff func(t Task, base, commit string) ([]byte, error)
+	// CommitDiff writes the diff of a runner commit (a completed attempt's
+	// commit on its base) from the runner-owned repository to w as it is
+	// read, at most maxBytes, and reports a cut; an error before the first
+	// write is answered as one. nil: only saved partial output is shown.
+	CommitDiff func(ctx context.Context, w io.Writer, t Task, base, commit string, maxBytes int) (cut bool, err error)
 	// DrainLimit overrides DrainLimit (tests); zero means DrainLimit.
 	DrainLimit time.Duration
 	// Static replaces the embedded review screen (the browser tests serve
@@ -74,12 +76,14 @@ type Output interface {
 
 // Server is the review server. Its zero value is not usable; call New.
 type Server struct {
-	opt     Options
-	log     *slog.Logger
-	tasks   map[string]Task
-	names   []string // configuration order, for the screen
-	mux     *http.ServeMux
-	metrics *metrics
+	opt   Options
+	log   *slog.Logger
+	tasks map[string]Task
+	names []string // configuration order, for the screen
+	mux   *http.ServeMux
+	// diffReads holds one token per diff view being read (maxDiffReads).
+	diffReads chan struct{}
+	metrics   *metrics
 
 	mu       sync.Mutex
 	stopping bool                  // step 1 has run: new requests get 503
@@ -99,7 +103,7 @@ func New(opt Options) (*Server, error) {
 	if opt.DrainLimit == 0 {
 		opt.DrainLimit = DrainLimit
 	}
-	s := &Server{opt: opt, log: opt.Log, tasks: map[string]Task{}, active: map[*request]struct{}{},
+	s := &Server{opt: opt, log: opt.Log, tasks: map[string]Task{}, active: map[*request]struct{}{}, diffReads: make(chan struct{}, maxDiffReads),
 		idle: make(chan struct{}), metrics: newMetrics()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

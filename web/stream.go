@@ -2,7 +2,10 @@ package web
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -66,58 +69,110 @@ func (s *Server) getOutput(w http.ResponseWriter, r *http.Request) {
 }
 
 // maxDiffBytes bounds what the diff view sends: the export is at most
-// 1 MiB already.
+// 1 MiB already, and a commit's diff is cut here.
 const maxDiffBytes = 2 << 20
 
-// getDiff is GET /api/diff?task=NAME&attempt=ID: a stopped attempt's
-// partial output (its saved diagnostic file), as plain text. The file is
-// named only by the attempt's own diagnostic_ref, read from the Store,
-// never by the request.
+// maxDiffReads bounds the diff views read at once. Each runs git on the
+// host; past the bound a request is answered 503 at once rather than
+// queued, so a burst of views of a large commit costs at most this many
+// git processes (issue 19: three at once reached 6.4 GB).
+const maxDiffReads = 2
+
+// The diff view's own words.
+const (
+	diffCutLine     = "\ncodeboost: the diff was cut at 2 MiB\n"
+	diffBrokenLine  = "\ncodeboost: the diff could not be read to its end; the server log says why\n"
+	diffBusyMessage = "Too many diffs are being read at once; try again in a moment."
+)
+
+// getDiff is GET /api/diff?task=NAME&attempt=ID, as plain text: the commit
+// a completed attempt made (read from the runner-owned repository against
+// the commit its storage was seeded from, streamed as git writes it), else
+// its saved partial output (its diagnostic file, named only by the
+// attempt's own diagnostic_ref, read from the Store, never by the
+// request). Either is cut at maxDiffBytes with a line saying so. 404 means
+// no such attempt or nothing saved; a read that fails is a 500.
 func (s *Server) getDiff(w http.ResponseWriter, r *http.Request) {
 	t, a, ok := s.taskAttempt(w, r)
 	if !ok {
 		return
 	}
-	b, ok := s.attemptDiff(w, t, a)
-	if !ok {
+	select {
+	case s.diffReads <- struct{}{}:
+		defer func() { <-s.diffReads }()
+	default:
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, codeBusy, diffBusyMessage)
 		return
 	}
-	if len(b) > maxDiffBytes {
-		b = b[:maxDiffBytes]
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Write(b)
-}
-
-// attemptDiff is what the diff view shows of an attempt: the commit a
-// completed attempt made (from the runner-owned repository, against the
-// commit its storage was seeded from), else its saved partial output.
-func (s *Server) attemptDiff(w http.ResponseWriter, t Task, a store.Attempt) ([]byte, bool) {
-	if commit, err := s.attemptCommit(a); err != nil {
+	commit, err := s.attemptCommit(a)
+	if err != nil {
 		s.storageError(w, "GET /api/diff", err)
-		return nil, false
-	} else if commit != "" && s.opt.CommitDiff != nil && a.StorageBase != "" {
-		b, err := s.opt.CommitDiff(t, a.StorageBase, commit)
-		if err != nil {
-			s.log.Warn("diff view: the commit could not be read", "attempt", a.ID, "commit", commit, "err", err)
-			writeError(w, http.StatusNotFound, codeNotFound, "the commit "+commit+" of "+a.ID+" could not be read")
-			return nil, false
+		return
+	}
+	out := &diffWriter{w: w}
+	if commit != "" && s.opt.CommitDiff != nil && a.StorageBase != "" {
+		cut, err := s.opt.CommitDiff(r.Context(), out, t, a.StorageBase, commit, maxDiffBytes)
+		switch {
+		case err != nil && r.Context().Err() != nil:
+			// The client went away: nobody reads an answer.
+		case err != nil && !out.started:
+			s.log.Error("diff view: the commit could not be read", "attempt", a.ID, "commit", commit, "err", err)
+			writeError(w, http.StatusInternalServerError, codeStorage,
+				"the commit "+commit+" of "+a.ID+" could not be read from the runner-owned repository; the server log says why")
+		case err != nil:
+			s.log.Error("diff view: the commit's diff broke off", "attempt", a.ID, "commit", commit, "err", err)
+			io.WriteString(out, diffBrokenLine)
+		case cut:
+			io.WriteString(out, diffCutLine)
+		default:
+			out.start()
 		}
-		return b, true
+		return
 	}
 	if a.DiagnosticRef == "" || s.opt.Diagnostics == nil {
 		writeError(w, http.StatusNotFound, codeNotFound, "attempt "+a.ID+" has no commit and no saved partial output")
-		return nil, false
+		return
 	}
 	b, err := s.opt.Diagnostics(a.DiagnosticRef)
-	if err != nil {
-		s.log.Warn("diff view: the saved partial output could not be read", "attempt", a.ID, "err", err)
-		writeError(w, http.StatusNotFound, codeNotFound, "the saved partial output of "+a.ID+" could not be read")
-		return nil, false
+	if errors.Is(err, fs.ErrNotExist) {
+		writeError(w, http.StatusNotFound, codeNotFound, "the saved partial output of "+a.ID+" is gone")
+		return
 	}
-	return b, true
+	if err != nil {
+		s.log.Error("diff view: the saved partial output could not be read", "attempt", a.ID, "err", err)
+		writeError(w, http.StatusInternalServerError, codeStorage, "the saved partial output of "+a.ID+" could not be read; the server log says why")
+		return
+	}
+	if len(b) > maxDiffBytes {
+		b = append(b[:maxDiffBytes:maxDiffBytes], diffCutLine...)
+	}
+	out.Write(b)
+}
+
+// diffWriter answers 200 with the diff view's headers at its first write,
+// so that a read that fails before writing anything can still answer an
+// error.
+type diffWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (d *diffWriter) start() {
+	if d.started {
+		return
+	}
+	d.started = true
+	h := d.w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	d.w.WriteHeader(http.StatusOK)
+}
+
+func (d *diffWriter) Write(p []byte) (int, error) {
+	d.start()
+	return d.w.Write(p)
 }
 
 // attemptCommit is the commit an attempt's ledger entry records, or "".

@@ -84,7 +84,7 @@ type worldOptions struct {
 	pollBaseMS, pollCapMS int
 	// head and commitDiff are Options.Head and Options.CommitDiff.
 	head       func(Task) (string, error)
-	commitDiff func(t Task, base, commit string) ([]byte, error)
+	commitDiff func(ctx context.Context, w io.Writer, t Task, base, commit string, maxBytes int) (bool, error)
 }
 
 func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {

@@ -23,6 +23,17 @@ const (
 	CancelledByUser        = "Cancelled by the user"
 )
 
+// CommitOverLimitPrefix begins the diagnostic of a writable attempt
+// whose changes are over the commit limit (CommitOverLimit).
+const CommitOverLimitPrefix = "The changes are over the commit limit: "
+
+// CommitOverLimit is the diagnostic of a writable attempt whose added and
+// changed files are over the commit limit (runner.agent.commitLimitBytes):
+// nothing is committed, the attempt fails, and its partial output is saved.
+func CommitOverLimit(changed, limit int64) string {
+	return fmt.Sprintf("%s%d bytes to commit, the limit is %d bytes (runner.agent.commitLimitBytes)", CommitOverLimitPrefix, changed, limit)
+}
+
 // TimedOutAfter is the diagnostic for D's own timeout with no first reason.
 func TimedOutAfter(minutes int) string { return fmt.Sprintf("Timed out after %d minutes", minutes) }
 

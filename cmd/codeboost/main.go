@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 
 	"github.com/codeboost/codeboost/app"
@@ -16,8 +15,8 @@ import (
 func main() { os.Exit(cli.Run(os.Args[1:], cli.Options{Engine: openDocker})) }
 
 // openDocker is the binary's engine: Docker, through dadapter/docker.
-func openDocker(ctx context.Context, runnerRoot string, log *slog.Logger) (app.Engine, error) {
-	d, err := docker.Open(ctx, runnerRoot, log)
+func openDocker(ctx context.Context, opt app.EngineOptions) (app.Engine, error) {
+	d, err := docker.Open(ctx, docker.Options{RunnerRoot: opt.RunnerRoot, CommitLimit: opt.CommitLimit, Log: opt.Log})
 	if err != nil {
 		return nil, err // not a nil *docker.D in a non-nil Engine
 	}

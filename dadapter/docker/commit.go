@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,10 +15,16 @@ import (
 	"github.com/codeboost/codeboost/dadapter/gitrepo"
 )
 
-// maxBundleBytes bounds a commit's bundle, which is held in memory on its
-// way to the runner-owned repository; the container stops writing one byte
-// past it.
-const maxBundleBytes = 256 << 20
+// bundleBytes bounds a commit's bundle, which is held in memory on its way
+// to the runner-owned repository; the container stops writing one byte
+// past it. The files in it are within the commit limit already: the rest
+// is room for git's trees, headers and incompressible data.
+func bundleBytes(commitLimit int64) int {
+	if commitLimit > math.MaxInt32<<8 { // no bundle this large fits in memory anyway
+		commitLimit = math.MaxInt32 << 8
+	}
+	return int(commitLimit + commitLimit/64 + 16<<20)
+}
 
 // committer is the author and committer of every commit D makes: the
 // commit is codeboost's, the attempt it came from is in its message.
@@ -59,23 +67,31 @@ func (d *D) commit(ctx context.Context, fs dadapter.TaskFilesystems, now time.Ti
 		return dadapter.Bundle{}, err
 	}
 	date := fmt.Sprintf("@%d +0000", now.Unix())
+	maxBundle := bundleBytes(d.opt.CommitLimit)
 	out, err := d.runHelper(ctx, s, helperRun{
 		kind: KindCommit,
-		env: append(s.scriptEnv(maxBundleBytes+1),
+		env: append(s.scriptEnv(maxBundle+1),
 			"GIT_AUTHOR_NAME="+committerName, "GIT_AUTHOR_EMAIL="+committerEmail, "GIT_AUTHOR_DATE="+date,
 			"GIT_COMMITTER_NAME="+committerName, "GIT_COMMITTER_EMAIL="+committerEmail, "GIT_COMMITTER_DATE="+date,
-			"CB_MESSAGE="+commitMessage(s.owner)),
+			"CB_MESSAGE="+commitMessage(s.owner), "CB_COMMIT_LIMIT="+strconv.FormatInt(d.opt.CommitLimit, 10)),
 		args:        []string{"commit"},
-		stdoutLimit: maxBundleBytes + 1,
+		stdoutLimit: maxBundle + 1,
 	})
 	if err != nil {
 		return dadapter.Bundle{}, fmt.Errorf("task storage %s: %w", s.owner.AllocationID, err)
 	}
+	if out.exitCode == exitOverLimit {
+		n, err := strconv.ParseInt(strings.TrimSpace(string(out.stdout)), 10, 64)
+		if err != nil {
+			return dadapter.Bundle{}, fmt.Errorf("task storage %s: the changes are over the commit limit, measured as %.40q", s.owner.AllocationID, out.stdout)
+		}
+		return dadapter.Bundle{}, &dadapter.CommitTooLarge{Bytes: n, Limit: d.opt.CommitLimit}
+	}
 	if err := scriptFailure(s, out); err != nil {
 		return dadapter.Bundle{}, err
 	}
-	if out.overflow || len(out.stdout) > maxBundleBytes {
-		return dadapter.Bundle{}, fmt.Errorf("task storage %s: the commit's bundle is over %d bytes", s.owner.AllocationID, maxBundleBytes)
+	if out.overflow || len(out.stdout) > maxBundle {
+		return dadapter.Bundle{}, fmt.Errorf("task storage %s: the commit's bundle is over %d bytes", s.owner.AllocationID, maxBundle)
 	}
 	commit, err := bundleRef(out.stdout, s.base)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/dtest"
 	"github.com/codeboost/codeboost/dadapter/gitrepo"
+	"github.com/codeboost/codeboost/words"
 )
 
 // commit runs CommitTaskChanges and waits for its done.
@@ -168,4 +169,61 @@ func clone(t *testing.T, ctx context.Context, d *D, parent string, src dadapter.
 	d.CreateTaskClone(ctx, parent, src, onGroup, func(c dadapter.Clone, err error) { done <- cloned{c, err} })
 	r := waitFor(t, "CreateTaskClone", done, 2*time.Minute)
 	return r.c, r.err
+}
+
+// TestCommitOverTheLimit is issue 19's agent that writes a 2 GiB file (a
+// sparse one here) and exits 0, against a commit limit of 1 MiB: the
+// commit is refused with dadapter.CommitTooLarge, in the diagnostic's
+// words and with the size measured from the inodes before git reads any
+// file (so in seconds, with nothing taken into the runner-owned
+// repository); the partial output is still exported, naming the file; and
+// the limit is exact: changes of exactly the limit are committed, one byte
+// more is refused. Removing the storage leaves nothing on the engine
+// (newWorld's leak check).
+func TestCommitOverTheLimit(t *testing.T) {
+	s := newSeeded(t)
+	ctx := context.Background()
+	limited := func(limit int64) *D {
+		d := s.adapter(nil, func(o *Options) { o.CommitLimit = limit })
+		lend(t, d, s.st)
+		return d
+	}
+	const readme = "A repository.\nEdited by the agent.\n"
+	s.writeIn(s.st.keeper, taskDir, 1000, 1000, map[string]string{"README.md": readme})
+	s.asAgent(s.st, "truncate -s 2G /task/big.bin")
+	start := time.Now()
+	_, err := commit(t, ctx, limited(1<<20), s.st)
+	t.Logf("the refusal took %v", time.Since(start).Round(time.Millisecond))
+	var big *dadapter.CommitTooLarge
+	if !errors.As(err, &big) || big.Bytes != 2<<30+int64(len(readme)) || big.Limit != 1<<20 {
+		t.Fatalf("commit of 2 GiB over a 1 MiB limit: %v (%+v), want CommitTooLarge", err, big)
+	}
+	if want := words.CommitOverLimit(2<<30+int64(len(readme)), 1<<20); !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("the refusal says %q, want %q", err, want)
+	}
+	repo, err := gitrepo.Open(ctx, s.root, s.st.owner.RunnerOwner, s.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := repo.HasRef(ctx, s.st.owner.AttemptID); ok || err != nil {
+		t.Errorf("the attempt's ref after the refusal: %v, %v", ok, err)
+	}
+	r, err := export(t, ctx, s.d, s.st, DefaultExportMaxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := string(r.Diff); !strings.Contains(d, "codeboost: not diffed, a changed file over 8 MiB: big.bin\n") || !strings.Contains(d, "+Edited by the agent.") {
+		t.Errorf("the partial output:\n%s", d)
+	}
+
+	s.asAgent(s.st, "rm /task/big.bin")
+	if _, err := commit(t, ctx, limited(int64(len(readme))-1), s.st); !errors.As(err, &big) || big.Bytes != int64(len(readme)) {
+		t.Errorf("changes one byte over the limit: %v, want CommitTooLarge of %d bytes", err, len(readme))
+	}
+	if b, err := commit(t, ctx, limited(int64(len(readme))), s.st); err != nil || b.Commit == "" {
+		t.Errorf("changes of exactly the limit: %+v, %v", b.Commit, err)
+	}
+	if h := s.helpers(s.st.owner.AllocationID); len(h) > 0 {
+		t.Errorf("left: %v", h)
+	}
 }

@@ -70,6 +70,9 @@ type Options struct {
 	CleanupRetry  time.Duration
 	CallTimeout   time.Duration
 	AgentUser     string // uid:gid the agent runs as; must own nothing but the task folder
+	// CommitLimit bounds the added and changed files of a commit
+	// (dadapter.CommitTooLarge); 0: dadapter.DefaultCommitLimit.
+	CommitLimit int64
 
 	Log *slog.Logger
 }
@@ -95,6 +98,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.CommitLimit <= 0 {
+		o.CommitLimit = dadapter.DefaultCommitLimit
 	}
 	if o.AgentUser == "" {
 		o.AgentUser = DefaultAgentUser

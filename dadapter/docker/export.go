@@ -23,6 +23,7 @@ const (
 	exitMetadataChanged = 10
 	exitNoChanges       = 11
 	exitTreeDirty       = 12 // the work tree is not a clean copy of the base (mode tree)
+	exitOverLimit       = 13 // the changes are over CB_COMMIT_LIMIT (commit); their size on stdout
 )
 
 // ErrMetadataChanged refuses an export or a commit of task storage whose
@@ -161,10 +162,12 @@ const helperScript = `# The helper script of the export, inspect, tree and commi
 # bytes it may write to stdout; one more than the caller keeps tells a cut);
 # for export CB_BIG and CB_BIG_TEXT (a path over this many bytes is named,
 # in these words, instead of diffed); for commit GIT_AUTHOR_*,
-# GIT_COMMITTER_* and CB_MESSAGE.
+# GIT_COMMITTER_* and CB_MESSAGE, and CB_COMMIT_LIMIT (the bytes the
+# changed and new files may hold together).
 #
 # Exit status: 0 done, 10 the metadata changed since allocation, 11 (commit)
 # the work tree is the base's, 12 (tree) the work tree is not the base's,
+# 13 (commit) the changes are over CB_COMMIT_LIMIT (their size on stdout),
 # anything else a failure whose reason is on stderr (codeboost's line, then
 # git's last two).
 
@@ -476,9 +479,41 @@ tree() {
 	bounded "git ls-tree" git ls-tree -r -z --full-tree "$CB_BASE"
 }
 
+# sizes writes the bytes of the paths given, together: a regular file's
+# from its inode (no byte of it is read), a link's target's length.
+sizes() {
+	t=0
+	for p; do
+		if [ -L "./$p" ]; then
+			n=$(readlink -n "./$p" | wc -c) || die "cannot read the link $p"
+		elif [ -f "./$p" ]; then
+			n=$(stat -c %s "./$p") || die "cannot measure $p"
+		else
+			continue
+		fi
+		t=$((t + n))
+	done
+	echo "$t"
+}
+
+# within_limit refuses, before git reads any of them, changes whose added
+# and changed files are over CB_COMMIT_LIMIT bytes together: exit 13, the
+# total on stdout. The paths are the ones the staged index would commit.
+within_limit() {
+	g diff --name-only -z --no-renames --diff-filter=AMT "$CB_BASE" -- >/tmp/changed
+	xargs -0 -r sh -c 'eval "$CB_SCRIPT"' codeboost sizes </tmp/changed >/tmp/sizes || die "cannot measure the changes"
+	total=0
+	while read -r n; do total=$((total + n)); done </tmp/sizes
+	if [ "$total" -gt "$CB_COMMIT_LIMIT" ]; then
+		echo "$total"
+		exit 13
+	fi
+}
+
 commit() {
 	check_baseline
 	stage 0
+	within_limit
 	g add -u # the edits, and the blobs of the intent-to-add entries
 	tree=$(g write-tree) || exit 1
 	base_tree=$(g rev-parse "$CB_BASE^{tree}") || exit 1
@@ -503,6 +538,7 @@ big) shift && big "$@" ;;
 untracked) shift && untracked "$@" ;;
 gitlinks) shift && gitlinks "$@" ;;
 attributes) shift && attributes "$@" ;;
+sizes) shift && sizes "$@" ;;
 tag) shift && tag "$@" ;;
 links) shift && links "$@" ;;
 *) die "unknown mode ${1:-}" ;;

@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/moby/moby/client"
 
@@ -13,9 +12,10 @@ import (
 // Open is how production gets the adapter: a client for the engine the
 // environment names (DOCKER_HOST and friends, else the local socket), with
 // the API version negotiated (engine 20.10 speaks 1.41), a ping that must
-// answer, and the helper image built offline. The moby client stays inside
-// this package: callers see only the adapter.
-func Open(ctx context.Context, runnerRoot string, log *slog.Logger) (*D, error) {
+// answer, and the helper image built offline; opt's Client and HelperImage
+// are these. The moby client stays inside this package: callers see only
+// the adapter.
+func Open(ctx context.Context, opt Options) (*D, error) {
 	cli, err := client.New(client.FromEnv) // the client negotiates the API version by default (1.41 here)
 	if err != nil {
 		return nil, fmt.Errorf("the Docker client: %w", err)
@@ -29,7 +29,8 @@ func Open(ctx context.Context, runnerRoot string, log *slog.Logger) (*D, error) 
 		cli.Close()
 		return nil, fmt.Errorf("the helper image: %w", err)
 	}
-	d, err := New(Options{Client: cli, RunnerRoot: runnerRoot, HelperImage: helper, Log: log})
+	opt.Client, opt.HelperImage = cli, helper
+	d, err := New(opt)
 	if err != nil {
 		cli.Close()
 	}

@@ -33,7 +33,7 @@ func TestDiff(t *testing.T) {
 		{10, true},
 		{0, true},
 	} {
-		got, truncated, err := r.Diff(ctx, u.c1, u.c3, tc.max)
+		got, truncated, err := diffOf(r, ctx, u.c1, u.c3, tc.max)
 		if err != nil {
 			t.Fatalf("max %d: %v", tc.max, err)
 		}
@@ -42,7 +42,7 @@ func TestDiff(t *testing.T) {
 			t.Fatalf("max %d: got %d bytes, truncated %v; want %d bytes, truncated %v\n%s", tc.max, len(got), truncated, n, tc.truncated, got)
 		}
 	}
-	if d, truncated, err := r.Diff(ctx, u.c3, u.c3, 100); err != nil || truncated || len(d) != 0 {
+	if d, truncated, err := diffOf(r, ctx, u.c3, u.c3, 100); err != nil || truncated || len(d) != 0 {
 		t.Fatalf("empty diff = %q, %v, %v", d, truncated, err)
 	}
 	if left := leftovers(t, r); len(left) != 0 {
@@ -69,7 +69,7 @@ func TestDiffStopsGitAtTheLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	got, truncated, err := r.Diff(ctx, u.c3, head, 1000)
+	got, truncated, err := diffOf(r, ctx, u.c3, head, 1000)
 	if err != nil || !truncated || len(got) != 1000 {
 		t.Fatalf("Diff = %d bytes, truncated %v, %v", len(got), truncated, err)
 	}
@@ -89,21 +89,21 @@ func TestDiffRefuses(t *testing.T) {
 	if err := r.Materialize(ctx, u.c3, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.Diff(ctx, "HEAD", u.c3, 100); !errors.Is(err, ErrBadCommit) {
+	if _, _, err := diffOf(r, ctx, "HEAD", u.c3, 100); !errors.Is(err, ErrBadCommit) {
 		t.Fatalf("from HEAD: err = %v, want ErrBadCommit", err)
 	}
-	if _, _, err := r.Diff(ctx, u.c3, "--output=/tmp/x", 100); !errors.Is(err, ErrBadCommit) {
+	if _, _, err := diffOf(r, ctx, u.c3, "--output=/tmp/x", 100); !errors.Is(err, ErrBadCommit) {
 		t.Fatalf("to an option: err = %v, want ErrBadCommit", err)
 	}
 	// A commit the repository does not hold: git's reason, and no hang
 	// waiting for a writer that never came.
-	_, _, err := r.Diff(ctx, u.c3, u.lost, 100)
+	_, _, err := diffOf(r, ctx, u.c3, u.lost, 100)
 	if err == nil || !strings.Contains(err.Error(), "bad object") {
 		t.Fatalf("missing commit: err = %v, want git's 'bad object'", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := r.Diff(cancelled, u.c1, u.c3, 100); !errors.Is(err, context.Canceled) {
+	if _, _, err := diffOf(r, cancelled, u.c1, u.c3, 100); !errors.Is(err, context.Canceled) {
 		t.Fatalf("stopped: err = %v, want context.Canceled", err)
 	}
 	if left := leftovers(t, r); len(left) != 0 {
@@ -139,5 +139,75 @@ func TestReadBoundedStopsAnEndlessWriter(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Fatalf("%d entries left", len(entries))
+	}
+}
+
+// diffOf is Diff into memory, with no large-file summary.
+func diffOf(r *Repo, ctx context.Context, from, to string, max int) ([]byte, bool, error) {
+	var b bytes.Buffer
+	cut, err := r.Diff(ctx, &b, from, to, DiffOptions{MaxBytes: max})
+	if err != nil {
+		return nil, false, err
+	}
+	return b.Bytes(), cut, nil
+}
+
+// A blob over BigBytes is one summary line, never diffed: a 64 MiB file
+// added beside a small edit, and the view still shows the edit. Without
+// the summary git deflates the whole blob into a binary patch (and a
+// 2 GiB one makes the host's git fail with "Out of memory").
+func TestDiffSummarizesLargeBlobs(t *testing.T) {
+	u := newUserRepo(t)
+	big := filepath.Join(u.dir, "data", "big.bin")
+	if err := os.MkdirAll(filepath.Dir(big), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(u.dir, "small.txt"), "a small edit\n")
+	// core.bigFileThreshold streams the blob into a pack: the test's own
+	// git holds none of it either.
+	hostGit(t, u.dir, "-c", "core.bigFileThreshold=1m", "add", "data/big.bin", "small.txt")
+	hostGit(t, u.dir, "commit", "-q", "-m", "big")
+	head := hostGit(t, u.dir, "rev-parse", "HEAD")
+	r := openRepo(t, u)
+	ctx := context.Background()
+	if err := r.Materialize(ctx, head, nil); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	start := time.Now()
+	cut, err := r.Diff(ctx, &b, u.c3, head, DiffOptions{MaxBytes: 1 << 20, BigBytes: 8 << 20})
+	if err != nil || cut {
+		t.Fatalf("Diff: cut %v, %v", cut, err)
+	}
+	t.Logf("a diff with a 64 MiB blob took %v, %d bytes", time.Since(start), b.Len())
+	got := b.String()
+	want := fmt.Sprintf("codeboost: not diffed, a file over %d bytes: data/big.bin (0 -> %d bytes)\n", 8<<20, 64<<20)
+	if !strings.HasPrefix(got, want) {
+		t.Fatalf("diff starts %.300q, want the summary %q", got, want)
+	}
+	if !strings.Contains(got, "+a small edit") || strings.Contains(got, "b/data/big.bin") {
+		t.Fatalf("diff after the summary:\n%.2000s", got)
+	}
+	// Back again: the deletion is summarized with its old size.
+	b.Reset()
+	if _, err := r.Diff(ctx, &b, head, u.c3, DiffOptions{MaxBytes: 1 << 20, BigBytes: 8 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("a file over %d bytes: data/big.bin (%d -> 0 bytes)\n", 8<<20, 64<<20); !strings.Contains(b.String(), want) {
+		t.Fatalf("reverse diff %.300q lacks %q", b.String(), want)
+	}
+	// A cut inside the summary lines writes exactly the bound.
+	b.Reset()
+	if cut, err := r.Diff(ctx, &b, u.c3, head, DiffOptions{MaxBytes: 20, BigBytes: 8 << 20}); err != nil || !cut || b.String() != want[:20] {
+		t.Fatalf("a cut summary: %q, cut %v, %v", b.String(), cut, err)
+	}
+	if left := leftovers(t, r); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
 	}
 }

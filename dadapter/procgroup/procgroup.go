@@ -71,6 +71,9 @@ type Options struct {
 	Grace      time.Duration // from SIGTERM to SIGKILL; default 5 s
 	AliveBound time.Duration // members may outlive the leader (or the leader SIGKILL) this long; default 10 s
 	StdioBound time.Duration // an output pipe may stay open after the group is gone this long; default 1 s
+	// Stdin is the leader's standard input (a file, so that no goroutine
+	// of Run's copies it); nil: the null device.
+	Stdin *os.File
 }
 
 func (o Options) withDefaults() Options {
@@ -145,6 +148,9 @@ func run(ctx context.Context, name string, args []string, opt Options, onGroup f
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = outW, errW
+	if opt.Stdin != nil {
+		cmd.Stdin = opt.Stdin
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Pgid 0: the child leads a group numbered by its PID
 	err = cmd.Start()
 	// The child has its own copies of the write ends; ours must go, or the

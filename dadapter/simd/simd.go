@@ -69,6 +69,12 @@ type D struct {
 	groups   map[int]*group     // preparation process groups by PGID
 	groupNo  int
 
+	// written is how many bytes the agent's added and changed files hold,
+	// by attempt ID, which a commit measures against commitLimit (the
+	// Docker D's CommitLimit; 0: dadapter.DefaultCommitLimit).
+	written     map[string]int64
+	commitLimit int64
+
 	// held is the task storage this runner process allocated and has not
 	// removed, by allocation ID: the contract's process-local ownership
 	// map, which ProcessDied empties. Recovery refuses to run while it
@@ -214,7 +220,8 @@ var _ dadapter.D = (*D)(nil)
 func NewD(name func(string) string, trace func(string)) *D {
 	return &D{name: name, trace: trace, policy: map[string]Policy{}, handles: map[string]*Handle{},
 		storage: map[string]*fs{}, held: map[string]dadapter.StorageOwner{}, diffs: map[string]string{},
-		changes: map[string]dadapter.ChangeManifest{}, refs: map[string]bool{}, unfit: map[string]string{}}
+		changes: map[string]dadapter.ChangeManifest{}, refs: map[string]bool{}, unfit: map[string]string{},
+		written: map[string]int64{}}
 }
 
 // SetPolicy sets how later requests of op behave.
@@ -531,6 +538,14 @@ func fits(base, head string, ops []dadapter.FileOperation) error {
 // the audit minds (an empty manifest).
 func (d *D) SetChanges(attemptID string, m dadapter.ChangeManifest) { d.changes[attemptID] = m }
 
+// SetWritten says how many bytes the attempt's added and changed files
+// hold: a commit over the commit limit is refused, as the Docker D refuses
+// one (dadapter.CommitTooLarge). Unset, the agent wrote little.
+func (d *D) SetWritten(attemptID string, n int64) { d.written[attemptID] = n }
+
+// SetCommitLimit sets the commit limit (0: dadapter.DefaultCommitLimit).
+func (d *D) SetCommitLimit(n int64) { d.commitLimit = n }
+
 // InspectTaskChanges answers the manifest the script set.
 func (d *D) InspectTaskChanges(ctx context.Context, t dadapter.TaskFilesystems, done func(dadapter.ChangeManifest, error)) {
 	id := t.Owner().AttemptID
@@ -551,6 +566,13 @@ func (d *D) CommitTaskChanges(ctx context.Context, t dadapter.TaskFilesystems, d
 	d.request(OpCommit, id, ctx, func(err error) {
 		if err == nil && d.storage[id] == nil {
 			err = errors.New("task storage is gone")
+		}
+		limit := d.commitLimit
+		if limit <= 0 {
+			limit = dadapter.DefaultCommitLimit
+		}
+		if err == nil && d.written[id] > limit {
+			err = &dadapter.CommitTooLarge{Bytes: d.written[id], Limit: limit}
 		}
 		if err != nil {
 			done(dadapter.Bundle{}, err)
