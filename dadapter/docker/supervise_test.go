@@ -177,12 +177,65 @@ func TestStopKillsWhatIgnoresTerm(t *testing.T) {
 	inv.h.Cancel(words.StopCancelled)
 	s := inv.await(time.Minute)
 	took := s.at.Sub(cancelled)
-	t.Logf("Cancel to settlement with a child that ignores SIGTERM and a %v grace: %v (exit %d)", testGrace, took, s.ExitCode)
+	t.Logf("Cancel to settlement with a child that ignores SIGTERM and a %v grace: %v (exit %d, diagnostic %q)", testGrace, took, s.ExitCode, s.Diagnostic)
 	if s.StopReason != words.StopCancelled || s.ExitCode != 137 {
 		t.Errorf("stop reason %q, exit %d; want %q, 137 (killed)", s.StopReason, s.ExitCode, words.StopCancelled)
 	}
 	if took < testGrace || took > testGrace+10*time.Second {
 		t.Errorf("settled %v after the cancel, want the %v grace and a little more", took, testGrace)
+	}
+	if left := w.agents(in.AttemptID); len(left) > 0 {
+		t.Errorf("settled with containers %v still there", left)
+	}
+}
+
+// TestStopWhileStartUnanswered: a stop that comes while the agent's start
+// has reached the engine but its answer has not cuts the start's call
+// short, yet the agent runs: the settlement has its exit code from the
+// engine, 137 (it ignores SIGTERM and was killed), not -1, and nothing is
+// left. This was TestStopKillsWhatIgnoresTerm's flake under load (issue
+// 19): the agent already writing, which is when that test cancels, while
+// the start's answer was still on its way; setup then never waited, and
+// the exit code was looked for only after a start that answered.
+func TestStopWhileStartUnanswered(t *testing.T) {
+	w := newWorld(t)
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
+	p := newProxy(t, w.cli)
+	d := w.adapter(p.newClient(t))
+	lend(t, d, st)
+	p.Withhold(func(r string) bool { return strings.Contains(r, "/start HTTP/") })
+	in := w.input(st, "child-ignore-term")
+	inv := start(t, d, in)
+	inv.awaitOutput("child pid=")
+	inv.h.Cancel(words.StopCancelled)
+	s := inv.await(time.Minute)
+	t.Logf("settled %v after the start: %+v", s.at.Sub(inv.began), s.Settlement)
+	if s.StopReason != words.StopCancelled || s.ExitCode != 137 || s.Unreleased != nil {
+		t.Errorf("stop reason %q, exit %d, unreleased %v; want %q, 137 (killed), none", s.StopReason, s.ExitCode, s.Unreleased, words.StopCancelled)
+	}
+	if left := w.agents(in.AttemptID); len(left) > 0 {
+		t.Errorf("settled with containers %v still there", left)
+	}
+}
+
+// TestStopAnsweredLate: the engine carries out a stop whose answer comes
+// only after D's call has given up (a loaded engine); the kill that
+// follows finds the agent no longer running, which is what it wanted. The
+// settlement has the agent's exit code and says nothing of a failed stop.
+func TestStopAnsweredLate(t *testing.T) {
+	w := newWorld(t)
+	p, d, in, inv := w.agentBehindProxy(t, hungOptions)
+	p.Withhold(func(r string) bool { return strings.Contains(r, "/stop") })
+	cancelled := time.Now()
+	inv.h.Cancel(words.StopCancelled)
+	s := inv.await(time.Minute)
+	took := s.at.Sub(cancelled)
+	t.Logf("settled %v after the cancel: %+v", took, s.Settlement)
+	if s.StopReason != words.StopCancelled || s.ExitCode != 0 || s.Diagnostic != "" || s.Unreleased != nil {
+		t.Errorf("settlement %+v; want %q, exit 0 (the agent exits on SIGTERM), no diagnostic, nothing unreleased", s.Settlement, words.StopCancelled)
+	}
+	if bound := d.opt.Grace + d.opt.CallTimeout; took < bound {
+		t.Errorf("settled %v after the cancel, before the stop's call could give up (%v)", took, bound)
 	}
 	if left := w.agents(in.AttemptID); len(left) > 0 {
 		t.Errorf("settled with containers %v still there", left)
