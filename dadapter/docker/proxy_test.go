@@ -48,7 +48,10 @@ type request struct {
 // newProxy listens in a fresh directory and forwards to the engine cli
 // talks to, on a unix socket or over plain TCP (DOCKER_HOST=tcp://…): it
 // forwards bytes, so it cannot stand in a TLS session. It stops when the
-// test ends.
+// test ends. Call it, and newClient, before the test makes anything on
+// the engine: either may end the test, and a test that ends early leaves
+// what it made but had not handed to a cleanup (a crashed runner's
+// leftovers, say), failing every later test's leak check.
 func newProxy(t *testing.T, cli *client.Client) *proxy {
 	t.Helper()
 	u, err := url.Parse(cli.DaemonHost())

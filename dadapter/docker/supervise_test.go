@@ -115,9 +115,9 @@ func TestSettleTimeout(t *testing.T) {
 // the container the create made.
 func TestDeadlineBoundsSetup(t *testing.T) {
 	w := newWorld(t)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	p := newProxy(t, w.cli)
 	d := w.adapter(p.newClient(t), func(o *Options) { o.CallTimeout = 20 * time.Second })
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	lend(t, d, st)
 	p.Stall(func(r string) bool { return strings.Contains(r, "/start HTTP/") })
 	in := w.input(st, "sleep")
@@ -199,9 +199,9 @@ func TestStopKillsWhatIgnoresTerm(t *testing.T) {
 // the exit code was looked for only after a start that answered.
 func TestStopWhileStartUnanswered(t *testing.T) {
 	w := newWorld(t)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	p := newProxy(t, w.cli)
 	d := w.adapter(p.newClient(t))
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	lend(t, d, st)
 	p.Withhold(func(r string) bool { return strings.Contains(r, "/start HTTP/") })
 	in := w.input(st, "child-ignore-term")
@@ -256,9 +256,9 @@ const hungCallTimeout = 5 * time.Second
 // setup is through.
 func (w *world) agentBehindProxy(t *testing.T, tweak ...func(*Options)) (*proxy, *D, dadapter.InvocationInput, *invocation) {
 	t.Helper()
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	p := newProxy(t, w.cli)
 	d := w.adapter(p.newClient(t), tweak...)
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	lend(t, d, st)
 	in := w.input(st, "sleep")
 	inv := start(t, d, in)
