@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/codeboost/codeboost/dadapter"
@@ -239,6 +240,30 @@ func TestStopAnsweredLate(t *testing.T) {
 	}
 	if left := w.agents(in.AttemptID); len(left) > 0 {
 		t.Errorf("settled with containers %v still there", left)
+	}
+}
+
+// TestWaitOutcome: the wait's answer gives the agent's exit code, even
+// with an error beside it; a status of -1 is the engine's wait ending
+// without an exit (a 20.10 engine answers so when its side of the request
+// ends), an unknown code that collect looks up, never an exit of -1.
+func TestWaitOutcome(t *testing.T) {
+	for _, c := range []struct {
+		r       container.WaitResponse
+		code    int
+		unknown string
+	}{
+		{r: container.WaitResponse{StatusCode: 0}, code: 0},
+		{r: container.WaitResponse{StatusCode: 137}, code: 137},
+		{r: container.WaitResponse{StatusCode: 3, Error: &container.WaitExitError{Message: "oops"}}, code: 3},
+		{r: container.WaitResponse{StatusCode: -1, Error: &container.WaitExitError{Message: "context canceled"}}, code: -1,
+			unknown: "the engine's wait ended without an exit: context canceled"},
+		{r: container.WaitResponse{StatusCode: -1}, code: -1, unknown: "the engine's wait ended without an exit"},
+	} {
+		e := waitOutcome(c.r)
+		if e.code != c.code || (e.err == nil) != (c.unknown == "") || (e.err != nil && e.err.Error() != c.unknown) {
+			t.Errorf("waitOutcome(%+v) = %d, %v; want %d, %q", c.r, e.code, e.err, c.code, c.unknown)
+		}
 	}
 }
 
