@@ -81,7 +81,8 @@ func TestAdapterSuiteOverTCP(t *testing.T) {
 	r := readTestEvents(t, out)
 	err = cmd.Wait()
 	took := time.Since(began).Round(time.Second)
-	t.Logf("the suite over TCP: %d passed, %d failed, %d skipped in %v", r.passed, len(r.failed), len(r.skipped), took)
+	t.Logf("the suite over TCP: %d passed, %d failed, %d skipped in %v (%d of them waited for another process's Docker tests)",
+		r.passed, len(r.failed), len(r.skipped), took, r.waited())
 	if err != nil {
 		t.Errorf("go test %s over TCP: %v\n%s%s", adapterPackage, err, r.unattached.String(), stderr.String())
 	}
@@ -116,6 +117,18 @@ type testEvents struct {
 	failed, skipped []string
 	output          map[string]*strings.Builder
 	unattached      strings.Builder
+}
+
+// waited counts the tests that waited for dockertest's lock: the suite's
+// time includes what other processes' Docker tests took meanwhile.
+func (ev *testEvents) waited() int {
+	n := 0
+	for _, out := range ev.output {
+		if strings.Contains(out.String(), "waiting for "+dockertest.LockFile) {
+			n++
+		}
+	}
+	return n
 }
 
 // readTestEvents reads the child's events until its output ends, logging
