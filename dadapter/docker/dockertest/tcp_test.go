@@ -43,8 +43,6 @@ func TestAdapterSuiteOverTCP(t *testing.T) {
 	if err != nil || u.Scheme != "unix" {
 		t.Skipf("the engine is at %s, not on a unix socket: the suite already talks to it so", cli.DaemonHost())
 	}
-	host := socat(t, u.Path)
-
 	// The child's own timeout comes first, so that it says which test
 	// hung; killing it at this test's deadline is the last resort. Either
 	// leaves what its running tests had made.
@@ -58,6 +56,7 @@ func TestAdapterSuiteOverTCP(t *testing.T) {
 			t.Fatalf("the suite over TCP takes minutes, and this test's deadline is %v away", time.Until(deadline).Round(time.Second))
 		}
 	}
+	host := socat(t, u.Path)
 	args := []string{"test", "-count=1", "-json", "-timeout=" + timeout.Round(time.Second).String()}
 	if testing.Short() {
 		args = append(args, "-short")
@@ -196,7 +195,9 @@ func socat(t *testing.T, socket string) string {
 	for range 3 {
 		port := freePort(t)
 		cmd := exec.Command(bin, fmt.Sprintf("TCP-LISTEN:%d,bind=127.0.0.1,reuseaddr,fork", port), "UNIX-CONNECT:"+socket)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its forks go with it
+		// Its forks go with it; and it goes with this process, should a
+		// timeout's panic end the test before its cleanup.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
