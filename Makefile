@@ -42,11 +42,14 @@ staticcheck:
 # test at a time whatever the package, by a lock file: objects one plants
 # would make another's runner refuse admission), and beside the rest: they
 # mostly wait on the engine, so they run in the background while the rest
-# uses the CPU, and their output follows the rest's. go vet, staticcheck and
-# fuzz-parse run in the background too: each test pass has a long tail (the
-# scenarios, one package) that leaves a core idle for them. (Running the
-# plain and race passes side by side as well was measured: no faster, and
-# it slowed the Docker suites to the end of the run.)
+# uses the CPU, and their output follows the rest's. The adapter's suite
+# runs twice there: on the engine's socket, and over TCP through socat
+# (dockertest's TestAdapterSuiteOverTCP, about as long again). go vet,
+# staticcheck and fuzz-parse run in the background too: each test pass has
+# a long tail (the scenarios, one package) that leaves a core idle for
+# them. (Running the plain and race passes side by side as well was
+# measured: no faster, and it slowed the Docker suites to the end of the
+# run.)
 DOCKER_PKGS = ./dadapter/docker/... ./e2e
 
 # RACE_PKGS are the packages the race pass runs: every one with shared
@@ -77,9 +80,12 @@ test:
 	echo "go test $(DOCKER_PKGS):"; cat $$log; rm -f $$log; \
 	[ $$rc -eq 0 ] && [ $$lrc -eq 0 ] && [ $$drc -eq 0 ]
 
-# docker runs the Docker suites alone.
+# docker runs the Docker suites alone, one package at a time as make test
+# does: dockertest's TestAdapterSuiteOverTCP runs dadapter/docker's suite a
+# second time, over TCP, and beside another package's tests it would only
+# wait for the lock and run into its timeout.
 docker:
-	$(GO) test -count=1 -timeout 20m $(DOCKER_PKGS)
+	$(GO) test -p 1 -count=1 -timeout 20m $(DOCKER_PKGS)
 
 # soak runs, SOAK times in a row, the end-to-end cycle of `codeboost serve`
 # on Docker (import, start, a completed item, cancel, clean shutdown, kill

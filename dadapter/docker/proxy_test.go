@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,15 +22,17 @@ import (
 // adapter alone while the test's own client still reaches it. It works on
 // connections, not requests: its clients never keep a connection alive
 // (newClient), so each request arrives on a connection of its own and is
-// seen, stalled or dropped on its own.
+// seen, stalled, withheld or dropped on its own.
 type proxy struct {
 	t      *testing.T
-	engine string // the real engine's socket
+	net    string // the real engine's network: "unix" or "tcp"
+	engine string // and its address there: the socket's path, or host:port
 	ln     net.Listener
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
 	stall    func(request string) bool // nil: forward everything
+	withhold func(request string) bool // nil: pass every answer on
 	dropped  bool
 	conns    map[net.Conn]struct{} // every connection open now, both sides
 	requests []request             // every request seen, in order
@@ -43,18 +46,32 @@ type request struct {
 }
 
 // newProxy listens in a fresh directory and forwards to the engine cli
-// talks to, which must be on a unix socket. It stops when the test ends.
+// talks to, on a unix socket or over plain TCP (DOCKER_HOST=tcp://…): it
+// forwards bytes, so it cannot stand in a TLS session. It stops when the
+// test ends. Call it, and newClient, before the test makes anything on
+// the engine: either may end the test, and a test that ends early leaves
+// what it made but had not handed to a cleanup (a crashed runner's
+// leftovers, say), failing every later test's leak check.
 func newProxy(t *testing.T, cli *client.Client) *proxy {
 	t.Helper()
 	u, err := url.Parse(cli.DaemonHost())
-	if err != nil || u.Scheme != "unix" {
-		t.Skipf("the proxy needs an engine on a unix socket, not %s", cli.DaemonHost())
+	if err != nil {
+		t.Fatalf("the engine's address %q: %v", cli.DaemonHost(), err)
+	}
+	p := &proxy{t: t, net: u.Scheme, conns: map[net.Conn]struct{}{}}
+	switch {
+	case u.Scheme == "unix":
+		p.engine = u.Path
+	case u.Scheme == "tcp" && os.Getenv("DOCKER_TLS_VERIFY") == "":
+		p.engine = u.Host
+	default:
+		t.Fatalf("the proxy forwards to an engine on a unix socket or over plain TCP, not %s", cli.DaemonHost())
 	}
 	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "e.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{t: t, engine: u.Path, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.ln = ln
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(p.close)
@@ -100,6 +117,16 @@ func (p *proxy) Stall(match func(request string) bool) {
 func (p *proxy) Resume() {
 	p.mu.Lock()
 	p.stall = nil
+	p.mu.Unlock()
+}
+
+// Withhold makes the engine slow to answer requests whose request line
+// match reports true: they are forwarded, so the engine carries them out,
+// but their answers are held back until the client gives up (a loaded
+// engine, whose answer comes after the caller stopped waiting).
+func (p *proxy) Withhold(match func(request string) bool) {
+	p.mu.Lock()
+	p.withhold = match
 	p.mu.Unlock()
 }
 
@@ -200,11 +227,12 @@ func (p *proxy) handle(c net.Conn) {
 	if err != nil {
 		return
 	}
-	if p.stalled(strings.TrimSpace(line)) {
+	held, withheld := p.record(strings.TrimSpace(line))
+	if held {
 		io.Copy(io.Discard, r) // until the client gives up, or Drop
 		return
 	}
-	e, err := net.Dial("unix", p.engine)
+	e, err := net.Dial(p.net, p.engine)
 	if err != nil {
 		return
 	}
@@ -218,19 +246,29 @@ func (p *proxy) handle(c net.Conn) {
 		done <- struct{}{}
 	}()
 	go func() {
-		io.Copy(c, e)
+		if withheld {
+			io.Copy(io.Discard, e) // the answer, until the client gives up
+		} else {
+			io.Copy(c, e)
+		}
 		done <- struct{}{}
 	}()
-	<-done // either side ending ends the connection
+	<-done // either side ending ends the connection (a withheld answer's
+	// end does not: the client has not given up)
+	if withheld {
+		<-done
+	}
 }
 
-// stalled records the request and reports whether it is to be held.
-func (p *proxy) stalled(line string) bool {
+// record records the request and reports whether it is to be held (never
+// forwarded) or its answer withheld.
+func (p *proxy) record(line string) (held, withheld bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	held := p.stall != nil && p.stall(line)
+	held = p.stall != nil && p.stall(line)
+	withheld = !held && p.withhold != nil && p.withhold(line)
 	p.requests = append(p.requests, request{line: line, at: time.Now(), held: held})
-	return held
+	return held, withheld
 }
 
 func (p *proxy) close() {

@@ -227,6 +227,8 @@ func TestRecoverRefusedWhileHeld(t *testing.T) {
 // removed. A later recovery, with the engine answering, finishes the job.
 func TestRecoverFailsWholly(t *testing.T) {
 	w := newWorld(t)
+	p := newProxy(t, w.cli) // before anything is made: it may end the test
+	d := w.adapter(p.newClient(t), hungOptions)
 	owner := dtest.NewToken()
 	dA := w.adapter(nil)
 	st := w.prepare(dA, owner)
@@ -237,8 +239,6 @@ func TestRecoverFailsWholly(t *testing.T) {
 	w.plant(dadapter.KindNetwork, network, ownerLabels(st.owner, KindNetwork))
 	crash(dA)
 
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), hungOptions)
 	p.Stall(func(r string) bool { return strings.HasPrefix(r, "DELETE ") && strings.Contains(r, "/networks/") })
 	_, err := recoverWith(t, d, owner)
 	t.Logf("recovery with network removals hanging: %v", err)

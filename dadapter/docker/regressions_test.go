@@ -46,9 +46,9 @@ func TestFullLengthWindows(t *testing.T) {
 // It fails if the export ignores its context (no settlement by the bound)
 // or settles before removing its container (NoLeaks at the end).
 func testR104ExportThatHangsIsCutAtItsDeadline(t *testing.T, w *world) {
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	p := newProxy(t, w.cli)
 	d := w.adapter(p.newClient(t), hungOptions)
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	lend(t, d, st)
 	p.Stall(func(req string) bool { return strings.Contains(req, "/attach") || strings.Contains(req, "/wait") })
 

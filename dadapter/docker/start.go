@@ -432,7 +432,7 @@ func (h *handle) await(ctx context.Context, a *agent) error {
 	go func() {
 		select {
 		case r := <-res.Result:
-			exited <- exit{code: int(r.StatusCode)}
+			exited <- waitOutcome(r)
 		case err := <-res.Error:
 			exited <- exit{code: -1, err: err}
 		}
@@ -441,6 +441,21 @@ func (h *handle) await(ctx context.Context, a *agent) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// waitOutcome reads the wait's answer. A negative status code is no exit
+// status (those are 0-255) but the engine's word that its wait ended
+// without an exit (its side of the request ended first), with the reason
+// in Error: the exit code is unknown and the agent may still run.
+func waitOutcome(r container.WaitResponse) exit {
+	if r.StatusCode >= 0 {
+		return exit{code: int(r.StatusCode)}
+	}
+	why := "the engine's wait ended without an exit"
+	if r.Error != nil && r.Error.Message != "" {
+		why += ": " + r.Error.Message
+	}
+	return exit{code: -1, err: errors.New(why)}
 }
 
 // refused reports whether err is the engine's answer refusing a request

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/codeboost/codeboost/dadapter"
@@ -99,7 +100,7 @@ func (h *handle) escalate(c *cleanup, a *agent) error {
 	h.d.opt.Log.Warn("docker: stop failed, killing", "attempt", h.in.AttemptID, "container", a.id, "err", err)
 	if kerr := c.call(0, func(ctx context.Context) error {
 		_, err := h.d.cli.ContainerKill(ctx, a.id, client.ContainerKillOptions{Signal: "SIGKILL"})
-		return gone(err)
+		return notRunning(err)
 	}); kerr != nil {
 		return fmt.Errorf("could not stop the agent container %s: %v; nor kill it: %v", short(a.id), err, kerr)
 	}
@@ -119,26 +120,38 @@ func (h *handle) collect(a *agent) {
 		}
 		t.Stop()
 	}
-	if a.started && (a.status == nil || a.status.err != nil) {
-		h.inspectExit(a)
+	ran := a.started
+	if a.status == nil || a.status.err != nil {
+		ran = h.inspectExit(a) || ran
 	}
-	if a.started {
+	if ran {
 		h.drained(a)
 	}
 }
 
 // inspectExit reads the stopped agent's exit code from the engine when the
-// wait gave none: its stream can fail as the container is killed (seen on
-// a loaded machine), and a stopped container keeps its exit code until it
-// is removed, so the settlement still says how the agent ended.
-func (h *handle) inspectExit(a *agent) {
+// wait gave none, and reports whether the agent ran. The wait's stream can
+// fail as the container is killed, and the setup may never have waited at
+// all: a stop that comes while the start is in flight cuts the start's
+// call short, though the engine may have carried it out and the agent run
+// (both seen on a loaded machine, the second as a killed agent settled
+// with exit -1). So whether the agent ran is the engine's to say, not the
+// start's answer: a container that exited keeps its exit code until it is
+// removed; one never started (or whose start failed) is "created", and its
+// exit code is none of the agent's.
+func (h *handle) inspectExit(a *agent) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), h.d.opt.CallTimeout)
 	defer cancel()
 	res, err := h.d.cli.ContainerInspect(ctx, a.id, client.ContainerInspectOptions{})
-	if err != nil || res.Container.State == nil || res.Container.State.Running {
-		return
+	if err != nil || res.Container.State == nil {
+		return false
 	}
-	a.status = &exit{code: res.Container.State.ExitCode}
+	st := res.Container.State
+	if st.Status != container.StateExited {
+		return false
+	}
+	a.status = &exit{code: st.ExitCode}
+	return true
 }
 
 // release removes the agent container, retried within the cleanup window;
@@ -198,7 +211,8 @@ func (h *handle) lookup(ctx context.Context) (string, error) {
 }
 
 // settlement is what the handle settles with: the first stop reason, the
-// exit code from the wait (-1 when none came), the bounded result, and
+// exit code from the wait or the engine's record (-1 when neither gave
+// one), the bounded result, and
 // D's words for its own stop and for what went wrong in cleanup.
 func (h *handle) settlement(a *agent, unreleased []dadapter.Resource, notes []string) dadapter.Settlement {
 	reason, why := h.stopReason()
@@ -296,6 +310,17 @@ func gone(err error) error {
 		return nil
 	}
 	return err
+}
+
+// notRunning treats a kill's conflict as done: the engine refuses to kill
+// a container that is not running (D never pauses an agent, nor gives it
+// a restart policy), which is what the kill wanted. A stop whose call gave
+// up may yet have been carried out, its answer late on a loaded engine.
+func notRunning(err error) error {
+	if cerrdefs.IsConflict(err) {
+		return nil
+	}
+	return gone(err)
 }
 
 // short is the form of a Docker ID people read.

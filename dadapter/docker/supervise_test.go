@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/codeboost/codeboost/dadapter"
@@ -115,9 +116,9 @@ func TestSettleTimeout(t *testing.T) {
 // the container the create made.
 func TestDeadlineBoundsSetup(t *testing.T) {
 	w := newWorld(t)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	p := newProxy(t, w.cli)
 	d := w.adapter(p.newClient(t), func(o *Options) { o.CallTimeout = 20 * time.Second })
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	lend(t, d, st)
 	p.Stall(func(r string) bool { return strings.Contains(r, "/start HTTP/") })
 	in := w.input(st, "sleep")
@@ -177,7 +178,7 @@ func TestStopKillsWhatIgnoresTerm(t *testing.T) {
 	inv.h.Cancel(words.StopCancelled)
 	s := inv.await(time.Minute)
 	took := s.at.Sub(cancelled)
-	t.Logf("Cancel to settlement with a child that ignores SIGTERM and a %v grace: %v (exit %d)", testGrace, took, s.ExitCode)
+	t.Logf("Cancel to settlement with a child that ignores SIGTERM and a %v grace: %v (exit %d, diagnostic %q)", testGrace, took, s.ExitCode, s.Diagnostic)
 	if s.StopReason != words.StopCancelled || s.ExitCode != 137 {
 		t.Errorf("stop reason %q, exit %d; want %q, 137 (killed)", s.StopReason, s.ExitCode, words.StopCancelled)
 	}
@@ -186,6 +187,83 @@ func TestStopKillsWhatIgnoresTerm(t *testing.T) {
 	}
 	if left := w.agents(in.AttemptID); len(left) > 0 {
 		t.Errorf("settled with containers %v still there", left)
+	}
+}
+
+// TestStopWhileStartUnanswered: a stop that comes while the agent's start
+// has reached the engine but its answer has not cuts the start's call
+// short, yet the agent runs: the settlement has its exit code from the
+// engine, 137 (it ignores SIGTERM and was killed), not -1, and nothing is
+// left. This was TestStopKillsWhatIgnoresTerm's flake under load (issue
+// 19): the agent already writing, which is when that test cancels, while
+// the start's answer was still on its way; setup then never waited, and
+// the exit code was looked for only after a start that answered.
+func TestStopWhileStartUnanswered(t *testing.T) {
+	w := newWorld(t)
+	p := newProxy(t, w.cli)
+	d := w.adapter(p.newClient(t))
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
+	lend(t, d, st)
+	p.Withhold(func(r string) bool { return strings.Contains(r, "/start HTTP/") })
+	in := w.input(st, "child-ignore-term")
+	inv := start(t, d, in)
+	inv.awaitOutput("child pid=")
+	inv.h.Cancel(words.StopCancelled)
+	s := inv.await(time.Minute)
+	t.Logf("settled %v after the start: %+v", s.at.Sub(inv.began), s.Settlement)
+	if s.StopReason != words.StopCancelled || s.ExitCode != 137 || s.Unreleased != nil {
+		t.Errorf("stop reason %q, exit %d, unreleased %v; want %q, 137 (killed), none", s.StopReason, s.ExitCode, s.Unreleased, words.StopCancelled)
+	}
+	if left := w.agents(in.AttemptID); len(left) > 0 {
+		t.Errorf("settled with containers %v still there", left)
+	}
+}
+
+// TestStopAnsweredLate: the engine carries out a stop whose answer comes
+// only after D's call has given up (a loaded engine); the kill that
+// follows finds the agent no longer running, which is what it wanted. The
+// settlement has the agent's exit code and says nothing of a failed stop.
+func TestStopAnsweredLate(t *testing.T) {
+	w := newWorld(t)
+	p, d, in, inv := w.agentBehindProxy(t, hungOptions)
+	p.Withhold(func(r string) bool { return strings.Contains(r, "/stop") })
+	cancelled := time.Now()
+	inv.h.Cancel(words.StopCancelled)
+	s := inv.await(time.Minute)
+	took := s.at.Sub(cancelled)
+	t.Logf("settled %v after the cancel: %+v", took, s.Settlement)
+	if s.StopReason != words.StopCancelled || s.ExitCode != 0 || s.Diagnostic != "" || s.Unreleased != nil {
+		t.Errorf("settlement %+v; want %q, exit 0 (the agent exits on SIGTERM), no diagnostic, nothing unreleased", s.Settlement, words.StopCancelled)
+	}
+	if bound := d.opt.Grace + d.opt.CallTimeout; took < bound {
+		t.Errorf("settled %v after the cancel, before the stop's call could give up (%v)", took, bound)
+	}
+	if left := w.agents(in.AttemptID); len(left) > 0 {
+		t.Errorf("settled with containers %v still there", left)
+	}
+}
+
+// TestWaitOutcome: the wait's answer gives the agent's exit code, even
+// with an error beside it; a status of -1 is the engine's wait ending
+// without an exit (a 20.10 engine answers so when its side of the request
+// ends), an unknown code that collect looks up, never an exit of -1.
+func TestWaitOutcome(t *testing.T) {
+	for _, c := range []struct {
+		r       container.WaitResponse
+		code    int
+		unknown string
+	}{
+		{r: container.WaitResponse{StatusCode: 0}, code: 0},
+		{r: container.WaitResponse{StatusCode: 137}, code: 137},
+		{r: container.WaitResponse{StatusCode: 3, Error: &container.WaitExitError{Message: "oops"}}, code: 3},
+		{r: container.WaitResponse{StatusCode: -1, Error: &container.WaitExitError{Message: "context canceled"}}, code: -1,
+			unknown: "the engine's wait ended without an exit: context canceled"},
+		{r: container.WaitResponse{StatusCode: -1}, code: -1, unknown: "the engine's wait ended without an exit"},
+	} {
+		e := waitOutcome(c.r)
+		if e.code != c.code || (e.err == nil) != (c.unknown == "") || (e.err != nil && e.err.Error() != c.unknown) {
+			t.Errorf("waitOutcome(%+v) = %d, %v; want %d, %q", c.r, e.code, e.err, c.code, c.unknown)
+		}
 	}
 }
 
@@ -203,9 +281,9 @@ const hungCallTimeout = 5 * time.Second
 // setup is through.
 func (w *world) agentBehindProxy(t *testing.T, tweak ...func(*Options)) (*proxy, *D, dadapter.InvocationInput, *invocation) {
 	t.Helper()
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	p := newProxy(t, w.cli)
 	d := w.adapter(p.newClient(t), tweak...)
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
 	lend(t, d, st)
 	in := w.input(st, "sleep")
 	inv := start(t, d, in)

@@ -56,12 +56,21 @@ func Client(t testing.TB) *client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("no Docker daemon answers at %s (%s=1, so this fails instead of skipping): %v", cli.DaemonHost(), RequireEnv, err)
-		}
-		t.Skipf("no Docker daemon answers at %s, skipping (set %s=1 to fail instead): %v", cli.DaemonHost(), RequireEnv, err)
+		Unavailable(t, "no Docker daemon answers at %s: %v", cli.DaemonHost(), err)
 	}
 	return cli
+}
+
+// Unavailable ends a test that cannot run for want of what the Docker
+// tests need (an engine, a tool): it skips, saying why, or fails when
+// RequireEnv is "1", where everything they need is to be there.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	why := fmt.Sprintf(format, args...)
+	if os.Getenv(RequireEnv) == "1" {
+		t.Fatalf("%s (%s=1, so this fails instead of skipping)", why, RequireEnv)
+	}
+	t.Skipf("%s, skipping (set %s=1 to fail instead)", why, RequireEnv)
 }
 
 // serial is held, within this process, by the test that holds LockFile.
