@@ -30,13 +30,17 @@ const (
 type Stage struct {
 	Pkg string // "./store", relative to the module root
 	Run string // its -test.run pattern
+	// Docker says its tests need a Docker engine: they run with
+	// RequireDockerEnv=1, and a failure saying DockerMissing is an error.
+	Docker bool
 }
 
-// Stages are the test binaries a mutant runs against, in the order that
-// kills fast: its package's own tests, then the scenarios (not the bite
-// test), then the simulator's tests.
-func Stages(m Mutant) []Stage {
-	return []Stage{{m.Pkg(), "."}, {"./scenarios", "^TestScenarios$"}, {"./sim", "."}}
+// env is what the stage's test binary runs with besides the environment.
+func (st Stage) env() []string {
+	if st.Docker {
+		return []string{RequireDockerEnv + "=1"}
+	}
+	return nil
 }
 
 // Options configure a sweep.
@@ -122,16 +126,20 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 		if err := mutant.BuildTestFlags(ctx, opts.Root, st.Pkg, "", bin, "-vet=off", "-ldflags=-s -w"); err != nil {
 			return nil, nil, err
 		}
-		wd, err := scratch(opts.Root, st.Pkg)
+		if _, err := os.Stat(bin); err != nil {
+			continue // no test files: nothing to run, and nothing to time
+		}
+		start := time.Now()
+		res, err := s.runStage(ctx, st, bin, "", 30*time.Minute)
 		if err != nil {
 			return nil, nil, err
 		}
-		start := time.Now()
-		res := mutant.RunTests(ctx, bin, wd, st.Run, true, "", s.runArgs(30*time.Minute)...)
 		took[st.Pkg] = time.Since(start)
-		os.RemoveAll(wd)
 		if failedRun(res) {
 			return nil, nil, fmt.Errorf("%s fails on the unmutated tree (%s): fix it before sweeping\n%s", st.Pkg, firstFailed(res), tail(res.Output, 30))
+		}
+		if err := ranTests(st, res); err != nil {
+			return nil, nil, err
 		}
 		to := opts.Timeout
 		if to == 0 {
@@ -144,6 +152,29 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 
 // Timeouts are the per-package timeouts the baseline set.
 func (s *Sweep) Timeouts() map[string]time.Duration { return s.timeouts }
+
+// runStage runs a stage's test binary, built at bin, in a scratch
+// directory of its package.
+func (s *Sweep) runStage(ctx context.Context, st Stage, bin, overlay string, timeout time.Duration) (mutant.Result, error) {
+	wd, err := scratch(s.opts.Root, st.Pkg)
+	if err != nil {
+		return mutant.Result{}, err
+	}
+	defer os.RemoveAll(wd)
+	if env := st.env(); len(env) > 0 {
+		// RunTests passes the sweep's own environment on: the stage's
+		// settings go through a wrapper that execs the binary under them
+		// (the same process, so a timeout still stops the binary).
+		wrapper := bin + ".env"
+		script := "#!/bin/sh\nexec env " + strings.Join(env, " ") + " '" + bin + "' \"$@\"\n"
+		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+			return mutant.Result{}, err
+		}
+		defer os.Remove(wrapper)
+		bin = wrapper
+	}
+	return mutant.RunTests(ctx, bin, wd, st.Run, true, overlay, s.runArgs(timeout)...), nil
+}
 
 func (s *Sweep) runArgs(timeout time.Duration) []string {
 	args := []string{"-test.timeout=" + timeout.String()}
@@ -232,28 +263,33 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 			r.Verdict, r.By, r.Detail = Invalid, st.Pkg, tail(err.Error(), 12)
 			return r
 		}
+		if _, err := os.Stat(bin); err != nil {
+			continue // no test files
+		}
 		to := s.timeouts[st.Pkg]
 		if to == 0 {
 			to = max(MinTimeout, s.opts.Timeout)
 		}
 		// The binary stops itself at its -test.timeout; the context is the
 		// backstop for one that cannot (a hung process it started).
-		wd, err := scratch(s.opts.Root, st.Pkg)
-		if err != nil {
-			r.Verdict, r.Detail = Error, err.Error()
-			return r
-		}
 		rctx, cancel := context.WithTimeout(ctx, to+30*time.Second)
 		t0 = time.Now()
-		res := mutant.RunTests(rctx, bin, wd, st.Run, true, overlay, s.runArgs(to)...)
+		res, err := s.runStage(rctx, st, bin, overlay, to)
 		r.Steps = append(r.Steps, fmt.Sprintf("run %s %.1fs", st.Pkg, time.Since(t0).Seconds()))
 		expired := rctx.Err() != nil
 		cancel()
 		os.Remove(bin)
-		os.RemoveAll(wd)
 		switch {
+		case err != nil:
+			r.Verdict, r.Detail = Error, err.Error()
+			return r
 		case ctx.Err() != nil:
 			r.Verdict, r.Detail = Error, "interrupted"
+			return r
+		case st.Docker && strings.Contains(res.Output, DockerMissing):
+			// Not a kill: the engine went away, and the tests that need
+			// it failed (RequireDockerEnv) instead of skipping.
+			r.Verdict, r.By, r.Detail = Error, st.Pkg, "the Docker engine did not answer: "+failLines(res.Output)
 			return r
 		case expired || strings.Contains(res.Output, "panic: test timed out after"):
 			r.Verdict, r.By, r.Detail = TimedOut, fmt.Sprintf("%s (timeout %s)", st.Pkg, to), tail(res.Output, 20)
@@ -265,6 +301,22 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 	}
 	r.Verdict = Survived
 	return r
+}
+
+// ranTests checks a stage's baseline run: its tests ran, so that they can
+// kill. A binary every test of which skipped can kill nothing, and a
+// Docker stage may skip no test for want of an engine (with
+// RequireDockerEnv=1 such a test fails instead; this is the backstop for a
+// test that checks the engine itself).
+func ranTests(st Stage, res mutant.Result) error {
+	sk := skipped(res.Output)
+	if len(res.Passed) == 0 {
+		return fmt.Errorf("%s ran no test on the unmutated tree (%d skipped): it could kill nothing\n%s", st.Pkg, len(sk), tail(res.Output, 10))
+	}
+	if st.Docker && strings.Contains(res.Output, DockerMissing) {
+		return fmt.Errorf("%s skipped tests for want of a Docker engine (%s): a Docker stage must run them\n%s", st.Pkg, strings.Join(sk, ", "), tail(res.Output, 10))
+	}
+	return nil
 }
 
 // ScratchDir is where test binaries run, relative to the module root.
