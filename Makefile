@@ -143,7 +143,8 @@ replay:
 # simulator's, the importers', and e2e on Docker; dadapter/docker's own
 # Docker suite), one mutant at a time (-j 1: the Docker suites hold a
 # machine-wide lock, and a mutant's suite waiting on another's would run
-# into its timeout and count as a kill). It prints the score, the score per
+# into its timeout and count as a kill; a Docker stage gets 15 minutes at
+# least for the same reason). It prints the score, the score per
 # package and every survivor. Not part of `make test`, and it needs a Docker
 # engine (the Docker suites run with CODEBOOST_REQUIRE_DOCKER=1). Hours at
 # 300: MUTATE_FLAGS='-not-pkgs dadapter/docker' leaves out the adapter, whose

@@ -60,6 +60,12 @@ type Options struct {
 // MinTimeout is the least timeout a test binary gets from its baseline.
 const MinTimeout = time.Minute
 
+// DockerMinTimeout is the least a Docker stage's binary gets, whatever its
+// baseline or -timeout: its tests take a machine-wide lock (dockertest's
+// Serial), so it may wait out another process's whole Docker suite (about
+// five minutes) before its own tests start, and a timeout counts as a kill.
+const DockerMinTimeout = 15 * time.Minute
+
 // Result is the verdict on one mutant.
 type Result struct {
 	Mutant  Mutant  `json:"-"`
@@ -144,6 +150,9 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 		to := opts.Timeout
 		if to == 0 {
 			to = max(MinTimeout, 5*took[st.Pkg]).Round(time.Second)
+		}
+		if st.Docker {
+			to = max(to, DockerMinTimeout)
 		}
 		s.timeouts[st.Pkg] = to
 	}
@@ -269,6 +278,9 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 		to := s.timeouts[st.Pkg]
 		if to == 0 {
 			to = max(MinTimeout, s.opts.Timeout)
+			if st.Docker {
+				to = max(to, DockerMinTimeout)
+			}
 		}
 		// The binary stops itself at its -test.timeout; the context is the
 		// backstop for one that cannot (a hung process it started).

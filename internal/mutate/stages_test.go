@@ -135,7 +135,8 @@ func TestNeedsDocker(t *testing.T) {
 // A Docker stage runs with the variable set: with an engine its failure
 // kills; without one, the failure is an error and not a kill, and the
 // baseline refuses to sweep. A binary whose every test skips is refused
-// too: it could kill nothing.
+// too: it could kill nothing. A Docker stage's timeout leaves room to wait
+// for the machine-wide Docker lock.
 func TestDockerStage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds test binaries")
@@ -174,6 +175,9 @@ func TestDockerStage(t *testing.T) {
 	sw, _, err := Baseline(context.Background(), opts, gen)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if to := sw.Timeouts()["./lib"]; to != DockerMinTimeout {
+		t.Errorf("a Docker stage's timeout is %s, want at least %s (it may wait for the machine's Docker lock)", to, DockerMinTimeout)
 	}
 	if r := sw.One(context.Background(), killable); r.Verdict != Killed || r.By != "./lib TestNeedsDocker" {
 		t.Errorf("with an engine: %s by %s\n%s", r.Verdict, r.By, r.Detail)
