@@ -165,11 +165,11 @@ func (s *Sweep) Timeouts() map[string]time.Duration { return s.timeouts }
 // runStage runs a stage's test binary, built at bin, in a scratch
 // directory of its package.
 func (s *Sweep) runStage(ctx context.Context, st Stage, bin, overlay string, timeout time.Duration) (mutant.Result, error) {
-	wd, err := scratch(s.opts.Root, st.Pkg)
+	top, wd, err := scratch(s.opts.Root, st.Pkg)
 	if err != nil {
 		return mutant.Result{}, err
 	}
-	defer os.RemoveAll(wd)
+	defer os.RemoveAll(top)
 	if env := st.env(); len(env) > 0 {
 		// RunTests passes the sweep's own environment on: the stage's
 		// settings go through a wrapper that execs the binary under them
@@ -334,39 +334,71 @@ func ranTests(st Stage, res mutant.Result) error {
 // ScratchDir is where test binaries run, relative to the module root.
 const ScratchDir = ".mutate"
 
-// scratch makes the directory a test binary of pkg runs in: a fresh
-// directory under <root>/.mutate linking every entry of pkg's directory but
-// its Go files, so that the tests find their testdata, while a mutant that
-// writes files where it should not (such as a relative diagnostics
-// directory) leaves them there and not in the source tree. It is inside the
-// module, so a test that runs the go command from it still finds go.mod;
-// the go command ignores directories starting with a dot.
-func scratch(root, pkg string) (string, error) {
+// scratch makes the directory a test binary of pkg runs in: a fresh tree
+// under <root>/.mutate that mirrors the module down to pkg's directory, so
+// that a test finds its testdata and what it reads by a relative path
+// (cmd/codeboost/cli reads ../../../README.md), while a mutant that writes
+// files where it should not (such as a relative diagnostics directory)
+// leaves them there and not in the source tree. Each directory on the way
+// is a real directory linking every entry of its original but the next one
+// on the way; pkg's own directory links everything but its Go files. The
+// module's go.mod, go.sum and .git are not linked, so a test that runs the
+// go command or git from there still finds the real module root above
+// .mutate (the overlay names the real files); the go command ignores
+// directories starting with a dot.
+// It returns the tree's top, which the caller removes (os.RemoveAll
+// removes the links, never what they name), and pkg's directory in it.
+func scratch(root, pkg string) (top, dir string, err error) {
 	base := filepath.Join(root, ScratchDir)
 	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", err
+		return "", "", err
 	}
-	dir, err := os.MkdirTemp(base, strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_")+"-")
+	rel := strings.Trim(pkg, "./")
+	top, err = os.MkdirTemp(base, strings.ReplaceAll(rel, "/", "_")+"-")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	src, err := filepath.Abs(filepath.Join(root, filepath.FromSlash(pkg)))
-	if err != nil {
-		return "", err
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return "", err
-	}
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".go") {
-			continue
+	defer func() {
+		if err != nil {
+			os.RemoveAll(top)
 		}
-		if err := os.Symlink(filepath.Join(src, e.Name()), filepath.Join(dir, e.Name())); err != nil {
-			return "", err
+	}()
+	src, err := filepath.Abs(root)
+	if err != nil {
+		return "", "", err
+	}
+	parts := strings.Split(rel, "/")
+	dst := top
+	for k := 0; k <= len(parts); k++ {
+		next := ""
+		if k < len(parts) {
+			next = parts[k]
+		}
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			return "", "", err
+		}
+		for _, e := range entries {
+			n := e.Name()
+			switch {
+			case n == next,
+				k == 0 && (n == ScratchDir || n == "go.mod" || n == "go.sum" || n == "go.work" || n == "go.work.sum" || n == ".git"),
+				next == "" && strings.HasSuffix(n, ".go"):
+				continue
+			}
+			if err := os.Symlink(filepath.Join(src, n), filepath.Join(dst, n)); err != nil {
+				return "", "", err
+			}
+		}
+		if next == "" {
+			break
+		}
+		src, dst = filepath.Join(src, next), filepath.Join(dst, next)
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			return "", "", err
 		}
 	}
-	return dir, nil
+	return top, dst, nil
 }
 
 // RemoveScratch removes <root>/.mutate if nothing is left in it.

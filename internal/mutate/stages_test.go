@@ -2,6 +2,7 @@ package mutate
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,5 +182,42 @@ func TestDockerStage(t *testing.T) {
 	}
 	if r := sw.One(context.Background(), killable); r.Verdict != Killed || r.By != "./lib TestNeedsDocker" {
 		t.Errorf("with an engine: %s by %s\n%s", r.Verdict, r.By, r.Detail)
+	}
+}
+
+// A test binary runs in a mirror of the module down to its package: what
+// it reads by a relative path is there (cmd/codeboost/cli reads
+// ../../../README.md), its package's Go files and the module's go.mod and
+// .git are not (the go command and git find the real ones above), and
+// removing the mirror leaves the source tree whole.
+func TestScratchMirrorsTheModule(t *testing.T) {
+	root := toyModule(t, map[string]string{
+		"README.md": "readme", "a/other.txt": "other", "a/b/x.go": "package b",
+		"a/b/testdata/t.txt": "data", ".git/HEAD": "ref",
+	})
+	top, dir, err := scratch(root, "./a/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel, _ := filepath.Rel(root, dir); rel != filepath.Join(ScratchDir, filepath.Base(top), "a", "b") {
+		t.Fatalf("scratch dir %s", rel)
+	}
+	for p, want := range map[string]string{"testdata/t.txt": "data", "../../README.md": "readme", "../other.txt": "other"} {
+		if b, err := os.ReadFile(filepath.Join(dir, p)); err != nil || string(b) != want {
+			t.Errorf("%s from the scratch dir: %q, %v", p, b, err)
+		}
+	}
+	for _, p := range []string{filepath.Join(dir, "x.go"), filepath.Join(top, "go.mod"), filepath.Join(top, ".git"), filepath.Join(top, ScratchDir)} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is in the mirror: %v", p, err)
+		}
+	}
+	if err := os.RemoveAll(top); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"README.md", "a/b/x.go", "a/b/testdata/t.txt", "go.mod"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("removing the mirror removed %s: %v", p, err)
+		}
 	}
 }
