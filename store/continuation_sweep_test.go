@@ -82,3 +82,41 @@ func TestApproveContinuationRefusesAnUnreadableLaterSpec(t *testing.T) {
 		t.Fatalf("the error left %d approvals and status %s", n, e.task(key).Status)
 	}
 }
+
+// TestApproveContinuationRefusesARevisionShorterThanThePrefix: a pause at
+// item 2 makes items 1 and 2 the completed prefix, and a revision with
+// one item does not keep it: the continuation is refused, saying so (not
+// a crash on the missing item). Sweep survivor (seed 5150):
+// store/continuation.go:Tx.amendedPrefix:drop-guard:b0847963.
+func TestApproveContinuationRefusesARevisionShorterThanThePrefix(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask(words.StatusRunning)
+	e.publishedItem(key, "c1")
+	two := 2
+	req := e.admitReq(key, words.KindExecute)
+	req.Item = &two
+	a, err := e.s.Admit(req)
+	if err != nil {
+		t.Fatalf("Admit item 2: %v", err)
+	}
+	e.update(func(tx *store.Tx) error { return tx.MarkRunning(a.ID) })
+	if _, err := e.publish(a.ID, []byte(`{"summary":"done"}`), "c2"); err != nil {
+		t.Fatalf("Publish item 2: %v", err)
+	}
+	e.update(func(tx *store.Tx) error {
+		return tx.PauseForAmendment(a.ID, store.ScopeFinding{Paths: []string{"docs/x.md"}, Leaves: []string{"docs/x.md"}})
+	})
+	doc, err := plan.Parse([]byte(`{"format": "codeboost-plan/1", "title": "P", "items": [{"title": "one"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := store.ItemInputs(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.update(func(tx *store.Tx) error { _, err := tx.ImportPlan(key, 1, items); return err })
+	err = e.approve(key)
+	if store.RefusalCode(err) != store.CodeIllegal || !strings.Contains(err.Error(), "it must keep the completed prefix, items 1 to 2") {
+		t.Fatalf("approve with a one-item revision after a pause at item 2: %v, want a refusal naming the prefix", err)
+	}
+}
