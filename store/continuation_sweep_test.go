@@ -33,11 +33,16 @@ func amendedWithLaterItem(t *testing.T, leaves []string, files string) (*env, st
 	return e, key
 }
 
-// approve approves key's continuation at its present state version.
+// approve approves key's continuation at its present state and review
+// versions.
 func (e *env) approve(key string) error {
 	task := e.task(key)
 	return e.s.Update(func(tx *store.Tx) error {
-		_, err := tx.ApproveContinuation(key, task.StateVersion, 0)
+		p, err := tx.Plan(key)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ApproveContinuation(key, task.StateVersion, p.ReviewVersion)
 		return err
 	})
 }
@@ -118,5 +123,46 @@ func TestApproveContinuationRefusesARevisionShorterThanThePrefix(t *testing.T) {
 	err = e.approve(key)
 	if store.RefusalCode(err) != store.CodeIllegal || !strings.Contains(err.Error(), "it must keep the completed prefix, items 1 to 2") {
 		t.Fatalf("approve with a one-item revision after a pause at item 2: %v, want a refusal naming the prefix", err)
+	}
+}
+
+// TestApproveContinuationRefusesAnItemRunTwiceAfterThePrefix: after an
+// approved continuation, the head is audited only while the runner
+// commits after the checkpoint are the continuation's items "in item
+// order" (auditedHead); a second commit of the same item is not, so a
+// further approval refuses as the head having moved. Sweep survivor (seed 5150):
+// store/continuation.go:Tx.auditedHead:boundary:50ef3295.
+func TestApproveContinuationRefusesAnItemRunTwiceAfterThePrefix(t *testing.T) {
+	e, key := amendedWithLaterItem(t, []string{"docs/x.md"}, `[{"op": "modify", "path": "docs/x.md"}]`)
+	if err := e.approve(key); err != nil {
+		t.Fatalf("the first approval: %v", err)
+	}
+	run := func(item int, commit string) {
+		t.Helper()
+		req := e.admitReq(key, words.KindExecute)
+		req.Item = &item
+		a, err := e.s.Admit(req)
+		if err != nil {
+			t.Fatalf("Admit item %d: %v", item, err)
+		}
+		e.update(func(tx *store.Tx) error { return tx.MarkRunning(a.ID) })
+		if _, err := e.publish(a.ID, []byte(`{"summary":"done"}`), commit); err != nil {
+			t.Fatalf("Publish item %d: %v", item, err)
+		}
+	}
+	run(2, "c2")
+	run(2, "c3")
+	doc, err := plan.Parse([]byte(`{"format": "codeboost-plan/1", "title": "P", "items": [
+		{"title": "one", "scope": ["docs/x.md"]}, {"title": "two", "files": [{"op": "modify", "path": "docs/x.md"}]}, {"title": "three"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := store.ItemInputs(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.update(func(tx *store.Tx) error { _, err := tx.ImportPlan(key, 2, items); return err })
+	if err := e.approve(key); store.RefusalCode(err) != store.CodeHeadMoved {
+		t.Fatalf("a further approval after item 2 ran twice: %v, want the head moved", err)
 	}
 }
