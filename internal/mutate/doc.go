@@ -1,8 +1,10 @@
 // Package mutate is the automatic mutation sweep (`make mutate`): it makes
-// mutants of runner/, runner/lock/ and store/ from a fixed list of
+// mutants of every package that holds a guard of the contract (Dirs:
+// runner/, runner/lock/, store/, ask/, suggest/, planning/, merge/, web/,
+// app/, codehost/github/ and dadapter/docker/) from a fixed list of
 // operators, applies each with `go test -overlay` (internal/mutant; the
 // source tree is never edited), runs the tests that should notice it and
-// prints the score and every survivor.
+// prints the score, the score per package and every survivor.
 //
 // # Operators
 //
@@ -59,11 +61,29 @@
 // Its overlay is built into the test binary of the mutated package (without
 // vet: a mutant needs only to compile; one that does not is "invalid", not
 // killed), then the tests run, stopping at the first failure, in an order
-// that kills fast: the package's own tests, then ./scenarios'
-// TestScenarios, then ./sim's tests (benchmarks never run; tests matching
-// -skip, by default the *Bites tests that re-run others under named
-// mutants, are skipped). A test binary that runs past its timeout kills
-// the mutant ("timeout").
+// that kills fast (Stages): the package's own tests, then the other test
+// binaries that exercise it, cheapest first — ./scenarios' TestScenarios
+// and ./sim's tests for what the simulated world links (runner, store and
+// the lanes), the importing packages' tests (planning, web, app,
+// cmd/codeboost/cli), and last ./e2e, which runs the production binary
+// (built under the same overlay) on Docker, for every package but runner/
+// and store/. Benchmarks never run; tests matching -skip, by default the
+// *Bites tests that re-run others under named mutants, are skipped. A test
+// binary that runs past its timeout kills the mutant ("timeout").
+//
+// The Docker suites (dadapter/docker's own tests, ./e2e) run with
+// CODEBOOST_REQUIRE_DOCKER=1, so a test that finds no engine fails instead
+// of skipping; such a failure ("no Docker daemon answers") is an error,
+// not a kill, and the baseline refuses a stage that ran no test at all or
+// skipped one for want of an engine. A skip never kills: only a failing
+// test that ran does.
+//
+// # Sampling
+//
+// A sample of n is spread over the packages in proportion to their mutant
+// counts (largest remainder), and within a package taken by a hash of the
+// seed and each mutant's ID (Sample), so that each package's score in the
+// report is over a known share of the sample.
 //
 // # Equivalent mutants
 //

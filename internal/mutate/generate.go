@@ -30,9 +30,6 @@ const (
 // Operators is the fixed operator list.
 var Operators = []string{OpNegate, OpBoundary, OpDropGuard, OpSwapSteps, OpIgnoreError, OpDropWhereTerm}
 
-// Dirs are the directories the sweep mutates, relative to the module root.
-var Dirs = []string{"runner", "runner/lock", "store"}
-
 // Mutant is one generated mutant.
 type Mutant struct {
 	ID   string

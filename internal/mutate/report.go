@@ -27,25 +27,49 @@ type Report struct {
 	WallText string        `json:"wall"`
 	// PerMutant is the wall time after the baseline divided by the
 	// mutants run, in seconds.
-	PerMutant float64      `json:"perMutantSeconds"`
-	Results   []Result     `json:"results"`
-	Stale     []EquivEntry `json:"stale,omitempty"`
+	PerMutant float64 `json:"perMutantSeconds"`
+	// Packages scores each mutated package on its part of the results.
+	Packages map[string]PackageScore `json:"packages"`
+	Results  []Result                `json:"results"`
+	Stale    []EquivEntry            `json:"stale,omitempty"`
+}
+
+// PackageScore is one package's part of a sweep.
+type PackageScore struct {
+	Counts map[Verdict]int `json:"counts"`
+	Run    int             `json:"run"`   // its results, equivalent ones included
+	Score  float64         `json:"score"` // as Report.Score, over its results
+}
+
+// score is killed (timeouts included) over the scored results, in
+// percent, and that denominator.
+func score(counts map[Verdict]int, n int) (float64, int) {
+	d := n - counts[Equivalent] - counts[Invalid] - counts[Error]
+	if d <= 0 {
+		return 0, d
+	}
+	return 100 * float64(counts[Killed]+counts[TimedOut]) / float64(d), d
 }
 
 // NewReport counts the verdicts of rs and computes the score.
 func NewReport(rs []Result) *Report {
-	r := &Report{Results: rs, Counts: map[Verdict]int{}}
+	r := &Report{Results: rs, Counts: map[Verdict]int{}, Packages: map[string]PackageScore{}}
 	for _, x := range rs {
 		r.Counts[x.Verdict]++
+		p := r.Packages[PackageOf(x.ID)]
+		if p.Counts == nil {
+			p.Counts = map[Verdict]int{}
+		}
+		p.Counts[x.Verdict]++
+		p.Run++
+		r.Packages[PackageOf(x.ID)] = p
 	}
-	if d := r.denominator(); d > 0 {
-		r.Score = 100 * float64(r.Counts[Killed]+r.Counts[TimedOut]) / float64(d)
+	r.Score, _ = score(r.Counts, len(rs))
+	for k, p := range r.Packages {
+		p.Score, _ = score(p.Counts, p.Run)
+		r.Packages[k] = p
 	}
 	return r
-}
-
-func (r *Report) denominator() int {
-	return len(r.Results) - r.Counts[Equivalent] - r.Counts[Invalid] - r.Counts[Error]
 }
 
 // Line is the one-line account of a result.
@@ -84,6 +108,14 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "wall time %s (baseline %s, then %.1fs per mutant run with %d workers)\n",
 		r.Wall.Round(time.Second), r.Baseline.Round(time.Second), per, r.Jobs)
+	fmt.Fprintf(w, "score per package (killed/scored; survived, equivalent, invalid, error):\n")
+	for _, k := range sortedKeys(r.Packages) {
+		p := r.Packages[k]
+		sc, d := score(p.Counts, p.Run)
+		pc := p.Counts
+		fmt.Fprintf(w, "  %-16s %5.1f%% = %3d/%-3d  (%d survived, %d equivalent, %d invalid, %d error)\n",
+			k, sc, pc[Killed]+pc[TimedOut], d, pc[Survived], pc[Equivalent], pc[Invalid], pc[Error])
+	}
 	byOp := map[string][2]int{}
 	for _, x := range r.Results {
 		n := byOp[x.Op]

@@ -30,13 +30,17 @@ const (
 type Stage struct {
 	Pkg string // "./store", relative to the module root
 	Run string // its -test.run pattern
+	// Docker says its tests need a Docker engine: they run with
+	// RequireDockerEnv=1, and a failure saying DockerMissing is an error.
+	Docker bool
 }
 
-// Stages are the test binaries a mutant runs against, in the order that
-// kills fast: its package's own tests, then the scenarios (not the bite
-// test), then the simulator's tests.
-func Stages(m Mutant) []Stage {
-	return []Stage{{m.Pkg(), "."}, {"./scenarios", "^TestScenarios$"}, {"./sim", "."}}
+// env is what the stage's test binary runs with besides the environment.
+func (st Stage) env() []string {
+	if st.Docker {
+		return []string{RequireDockerEnv + "=1"}
+	}
+	return nil
 }
 
 // Options configure a sweep.
@@ -55,6 +59,12 @@ type Options struct {
 
 // MinTimeout is the least timeout a test binary gets from its baseline.
 const MinTimeout = time.Minute
+
+// DockerMinTimeout is the least a Docker stage's binary gets, whatever its
+// baseline or -timeout: its tests take a machine-wide lock (dockertest's
+// Serial), so it may wait out another process's whole Docker suite (about
+// five minutes) before its own tests start, and a timeout counts as a kill.
+const DockerMinTimeout = 15 * time.Minute
 
 // Result is the verdict on one mutant.
 type Result struct {
@@ -122,20 +132,27 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 		if err := mutant.BuildTestFlags(ctx, opts.Root, st.Pkg, "", bin, "-vet=off", "-ldflags=-s -w"); err != nil {
 			return nil, nil, err
 		}
-		wd, err := scratch(opts.Root, st.Pkg)
+		if _, err := os.Stat(bin); err != nil {
+			continue // no test files: nothing to run, and nothing to time
+		}
+		start := time.Now()
+		res, err := s.runStage(ctx, st, bin, "", 30*time.Minute)
 		if err != nil {
 			return nil, nil, err
 		}
-		start := time.Now()
-		res := mutant.RunTests(ctx, bin, wd, st.Run, true, "", s.runArgs(30*time.Minute)...)
 		took[st.Pkg] = time.Since(start)
-		os.RemoveAll(wd)
 		if failedRun(res) {
 			return nil, nil, fmt.Errorf("%s fails on the unmutated tree (%s): fix it before sweeping\n%s", st.Pkg, firstFailed(res), tail(res.Output, 30))
+		}
+		if err := ranTests(st, res); err != nil {
+			return nil, nil, err
 		}
 		to := opts.Timeout
 		if to == 0 {
 			to = max(MinTimeout, 5*took[st.Pkg]).Round(time.Second)
+		}
+		if st.Docker {
+			to = max(to, DockerMinTimeout)
 		}
 		s.timeouts[st.Pkg] = to
 	}
@@ -144,6 +161,29 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 
 // Timeouts are the per-package timeouts the baseline set.
 func (s *Sweep) Timeouts() map[string]time.Duration { return s.timeouts }
+
+// runStage runs a stage's test binary, built at bin, in a scratch
+// directory of its package.
+func (s *Sweep) runStage(ctx context.Context, st Stage, bin, overlay string, timeout time.Duration) (mutant.Result, error) {
+	top, wd, err := scratch(s.opts.Root, st.Pkg)
+	if err != nil {
+		return mutant.Result{}, err
+	}
+	defer os.RemoveAll(top)
+	if env := st.env(); len(env) > 0 {
+		// RunTests passes the sweep's own environment on: the stage's
+		// settings go through a wrapper that execs the binary under them
+		// (the same process, so a timeout still stops the binary).
+		wrapper := bin + ".env"
+		script := "#!/bin/sh\nexec env " + strings.Join(env, " ") + " '" + bin + "' \"$@\"\n"
+		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+			return mutant.Result{}, err
+		}
+		defer os.Remove(wrapper)
+		bin = wrapper
+	}
+	return mutant.RunTests(ctx, bin, wd, st.Run, true, overlay, s.runArgs(timeout)...), nil
+}
 
 func (s *Sweep) runArgs(timeout time.Duration) []string {
 	args := []string{"-test.timeout=" + timeout.String()}
@@ -232,28 +272,36 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 			r.Verdict, r.By, r.Detail = Invalid, st.Pkg, tail(err.Error(), 12)
 			return r
 		}
+		if _, err := os.Stat(bin); err != nil {
+			continue // no test files
+		}
 		to := s.timeouts[st.Pkg]
 		if to == 0 {
 			to = max(MinTimeout, s.opts.Timeout)
+			if st.Docker {
+				to = max(to, DockerMinTimeout)
+			}
 		}
 		// The binary stops itself at its -test.timeout; the context is the
 		// backstop for one that cannot (a hung process it started).
-		wd, err := scratch(s.opts.Root, st.Pkg)
-		if err != nil {
-			r.Verdict, r.Detail = Error, err.Error()
-			return r
-		}
 		rctx, cancel := context.WithTimeout(ctx, to+30*time.Second)
 		t0 = time.Now()
-		res := mutant.RunTests(rctx, bin, wd, st.Run, true, overlay, s.runArgs(to)...)
+		res, err := s.runStage(rctx, st, bin, overlay, to)
 		r.Steps = append(r.Steps, fmt.Sprintf("run %s %.1fs", st.Pkg, time.Since(t0).Seconds()))
 		expired := rctx.Err() != nil
 		cancel()
 		os.Remove(bin)
-		os.RemoveAll(wd)
 		switch {
+		case err != nil:
+			r.Verdict, r.Detail = Error, err.Error()
+			return r
 		case ctx.Err() != nil:
 			r.Verdict, r.Detail = Error, "interrupted"
+			return r
+		case st.Docker && strings.Contains(res.Output, DockerMissing):
+			// Not a kill: the engine went away, and the tests that need
+			// it failed (RequireDockerEnv) instead of skipping.
+			r.Verdict, r.By, r.Detail = Error, st.Pkg, "the Docker engine did not answer: "+failLines(res.Output)
 			return r
 		case expired || strings.Contains(res.Output, "panic: test timed out after"):
 			r.Verdict, r.By, r.Detail = TimedOut, fmt.Sprintf("%s (timeout %s)", st.Pkg, to), tail(res.Output, 20)
@@ -267,42 +315,90 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 	return r
 }
 
+// ranTests checks a stage's baseline run: its tests ran, so that they can
+// kill. A binary every test of which skipped can kill nothing, and a
+// Docker stage may skip no test for want of an engine (with
+// RequireDockerEnv=1 such a test fails instead; this is the backstop for a
+// test that checks the engine itself).
+func ranTests(st Stage, res mutant.Result) error {
+	sk := skipped(res.Output)
+	if len(res.Passed) == 0 {
+		return fmt.Errorf("%s ran no test on the unmutated tree (%d skipped): it could kill nothing\n%s", st.Pkg, len(sk), tail(res.Output, 10))
+	}
+	if st.Docker && strings.Contains(res.Output, DockerMissing) {
+		return fmt.Errorf("%s skipped tests for want of a Docker engine (%s): a Docker stage must run them\n%s", st.Pkg, strings.Join(sk, ", "), tail(res.Output, 10))
+	}
+	return nil
+}
+
 // ScratchDir is where test binaries run, relative to the module root.
 const ScratchDir = ".mutate"
 
-// scratch makes the directory a test binary of pkg runs in: a fresh
-// directory under <root>/.mutate linking every entry of pkg's directory but
-// its Go files, so that the tests find their testdata, while a mutant that
-// writes files where it should not (such as a relative diagnostics
-// directory) leaves them there and not in the source tree. It is inside the
-// module, so a test that runs the go command from it still finds go.mod;
-// the go command ignores directories starting with a dot.
-func scratch(root, pkg string) (string, error) {
+// scratch makes the directory a test binary of pkg runs in: a fresh tree
+// under <root>/.mutate that mirrors the module down to pkg's directory, so
+// that a test finds its testdata and what it reads by a relative path
+// (cmd/codeboost/cli reads ../../../README.md), while a mutant that writes
+// files where it should not (such as a relative diagnostics directory)
+// leaves them there and not in the source tree. Each directory on the way
+// is a real directory linking every entry of its original but the next one
+// on the way; pkg's own directory links everything but its Go files. The
+// module's go.mod, go.sum and .git are not linked, so a test that runs the
+// go command or git from there still finds the real module root above
+// .mutate (the overlay names the real files); the go command ignores
+// directories starting with a dot.
+// It returns the tree's top, which the caller removes (os.RemoveAll
+// removes the links, never what they name), and pkg's directory in it.
+func scratch(root, pkg string) (top, dir string, err error) {
 	base := filepath.Join(root, ScratchDir)
 	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", err
+		return "", "", err
 	}
-	dir, err := os.MkdirTemp(base, strings.ReplaceAll(strings.Trim(pkg, "./"), "/", "_")+"-")
+	rel := strings.Trim(pkg, "./")
+	top, err = os.MkdirTemp(base, strings.ReplaceAll(rel, "/", "_")+"-")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	src, err := filepath.Abs(filepath.Join(root, filepath.FromSlash(pkg)))
-	if err != nil {
-		return "", err
-	}
-	entries, err := os.ReadDir(src)
-	if err != nil {
-		return "", err
-	}
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".go") {
-			continue
+	defer func() {
+		if err != nil {
+			os.RemoveAll(top)
 		}
-		if err := os.Symlink(filepath.Join(src, e.Name()), filepath.Join(dir, e.Name())); err != nil {
-			return "", err
+	}()
+	src, err := filepath.Abs(root)
+	if err != nil {
+		return "", "", err
+	}
+	parts := strings.Split(rel, "/")
+	dst := top
+	for k := 0; k <= len(parts); k++ {
+		next := ""
+		if k < len(parts) {
+			next = parts[k]
+		}
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			return "", "", err
+		}
+		for _, e := range entries {
+			n := e.Name()
+			switch {
+			case n == next,
+				k == 0 && (n == ScratchDir || n == "go.mod" || n == "go.sum" || n == "go.work" || n == "go.work.sum" || n == ".git"),
+				next == "" && strings.HasSuffix(n, ".go"):
+				continue
+			}
+			if err := os.Symlink(filepath.Join(src, n), filepath.Join(dst, n)); err != nil {
+				return "", "", err
+			}
+		}
+		if next == "" {
+			break
+		}
+		src, dst = filepath.Join(src, next), filepath.Join(dst, next)
+		if err := os.Mkdir(dst, 0o755); err != nil {
+			return "", "", err
 		}
 	}
-	return dir, nil
+	return top, dst, nil
 }
 
 // RemoveScratch removes <root>/.mutate if nothing is left in it.

@@ -49,20 +49,7 @@ func TestSweepVerdicts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds test binaries")
 	}
-	root := t.TempDir()
-	for p, s := range map[string]string{
-		"go.mod":          "module toy\n\ngo 1.22\n",
-		"lib/lib.go":      toyLib,
-		"lib/lib_test.go": toyTest,
-	} {
-		full := filepath.Join(root, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := toyModule(t, map[string]string{"lib/lib.go": toyLib, "lib/lib_test.go": toyTest})
 	gen, err := Generate(root, []string{"lib"})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +73,7 @@ func TestSweepVerdicts(t *testing.T) {
 	hang.Line = 16
 
 	opts := Options{Root: root, Jobs: 2, Timeout: 3 * time.Second,
-		Stages: func(m Mutant) []Stage { return []Stage{{m.Pkg(), "."}} }}
+		Stages: func(m Mutant) []Stage { return []Stage{{Pkg: m.Pkg(), Run: "."}} }}
 	sw, _, err := Baseline(context.Background(), opts, gen)
 	if err != nil {
 		t.Fatal(err)
@@ -114,4 +101,21 @@ func TestSweepVerdicts(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", s, b.String())
 		}
 	}
+}
+
+// toyModule writes a module "toy" with files in a temporary directory.
+func toyModule(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	files["go.mod"] = "module toy\n\ngo 1.22\n"
+	for p, s := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
 }

@@ -1,21 +1,24 @@
-// Command mutate is the automatic mutation sweep over runner/ and store/
-// (`make mutate`; see package internal/mutate for the operators).
+// Command mutate is the automatic mutation sweep over every guarded
+// package (`make mutate`; see package internal/mutate for the packages,
+// the test binaries each mutant runs against and the operators).
 //
-//	mutate [-seed N] [-n 300]   a seeded sample (seed 0 picks one and prints it)
+//	mutate [-seed N] [-n 300]   a seeded sample, spread over the packages in
+//	                            proportion to their mutant counts (seed 0
+//	                            picks one and prints it)
 //	mutate -all                 every mutant
 //	mutate -list                print the chosen mutants, run nothing
 //	mutate -only ID[,ID…]       run the named mutants (equivalent ones too)
 //	mutate -compile             only check that the chosen mutants compile
 //
-// -run (a regexp on IDs) and -ops narrow the mutants before sampling; -j
-// sets the workers, -timeout each test binary's timeout (default: five
-// times its baseline run, at least 1m), -o writes a JSON report, -recheck
-// runs the mutants the equivalence file lists to confirm they survive,
-// -baseline=false skips the unmutated run. It prints a line per mutant as
-// it finishes, then the seed, the counts, the score, the wall time and
-// every survivor with its diff; the exit status is 1 if an equivalence
-// entry is stale or wrong, the sweep failed, or the score is below
-// -min-score.
+// -pkgs and -not-pkgs (package lists), -run (a regexp on IDs) and -ops
+// narrow the mutants before sampling; -j sets the workers, -timeout each
+// test binary's timeout (default: five times its baseline run, at least
+// 1m), -o writes a JSON report, -recheck runs the mutants the equivalence
+// file lists to confirm they survive, -baseline=false skips the unmutated
+// run. It prints a line per mutant as it finishes, then the seed, the
+// counts, the score and the score per package, the wall time and every
+// survivor with its diff; the exit status is 1 if an equivalence entry is
+// stale or wrong, the sweep failed, or the score is below -min-score.
 package main
 
 import (
@@ -46,6 +49,8 @@ func run() int {
 		list     = flag.Bool("list", false, "print the chosen mutants and their edits; run nothing")
 		only     = flag.String("only", "", "comma-separated mutant IDs to run (no sampling)")
 		runRe    = flag.String("run", "", "only mutants whose ID matches this regexp")
+		pkgsArg  = flag.String("pkgs", "", "only mutants of these comma-separated packages (default all: "+strings.Join(mutate.Dirs, ",")+")")
+		notPkgs  = flag.String("not-pkgs", "", "no mutants of these comma-separated packages (e.g. dadapter/docker, whose every mutant runs its Docker suite)")
 		ops      = flag.String("ops", "", "only these comma-separated operators ("+strings.Join(mutate.Operators, ",")+")")
 		jobs     = flag.Int("j", runtime.GOMAXPROCS(0), "mutants run at once")
 		timeout  = flag.Duration("timeout", 0, "each test binary's timeout; 0 takes 5x its baseline run, at least 1m")
@@ -96,6 +101,23 @@ func run() int {
 			}
 		}
 		pool = slices.DeleteFunc(slices.Clone(pool), func(m mutate.Mutant) bool { return !slices.Contains(want, m.Op) })
+	}
+	for _, f := range []struct {
+		list string
+		keep bool
+	}{{*pkgsArg, true}, {*notPkgs, false}} {
+		if f.list == "" {
+			continue
+		}
+		named := strings.Split(f.list, ",")
+		for _, p := range named {
+			if !slices.Contains(mutate.Dirs, p) {
+				return fail(fmt.Errorf("no package %q is mutated (have %s)", p, strings.Join(mutate.Dirs, ", ")))
+			}
+		}
+		pool = slices.DeleteFunc(slices.Clone(pool), func(m mutate.Mutant) bool {
+			return slices.Contains(named, mutate.PackageOf(m.ID)) != f.keep
+		})
 	}
 	if *runRe != "" {
 		re, err := regexp.Compile(*runRe)
