@@ -55,7 +55,7 @@ func TestDockerWordsAreDockertests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{`RequireEnv = "` + RequireDockerEnv + `"`, `t.Fatalf("` + DockerMissing} {
+	for _, s := range []string{`RequireEnv = "` + RequireDockerEnv + `"`, `Unavailable(t, "` + DockerMissing} {
 		if !strings.Contains(string(b), s) {
 			t.Errorf("dockertest.go no longer says %q", s)
 		}
