@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -394,15 +392,4 @@ func cmdAdmit(ts *gts.TestScript, neg bool, a argSet) {
 	}
 	_, err := w.Runner.Admit(context.Background(), r)
 	s.expect(ts, neg, "admit", err)
-}
-
-func cmdDiagFile(ts *gts.TestScript, neg bool, a argSet) {
-	if len(a.pos) != 2 || (a.pos[1] != "present" && a.pos[1] != "absent") {
-		ts.Fatalf("usage: diagfile ATTEMPT present|absent")
-	}
-	s := get(ts)
-	_, err := os.Lstat(filepath.Join(s.diagDir(ts), s.attempt(ts, a.pos[0])+".diff"))
-	if got := err == nil; got != (a.pos[1] == "present") {
-		s.fatal(ts, "diagnostics file of %s present=%v, want %s", a.pos[0], got, a.pos[1])
-	}
 }

@@ -311,9 +311,6 @@ func (a argSet) lookup(k string) (string, bool) {
 	return v, ok
 }
 
-// has is whether key k was given.
-func (a argSet) has(k string) bool { _, ok := a.lookup(k); return ok }
-
 // str is key k's value, "" when not given.
 func (a argSet) str(k string) string { v, _ := a.lookup(k); return v }
 
