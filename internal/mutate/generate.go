@@ -127,7 +127,7 @@ func GenerateFile(rel string, src []byte) ([]Mutant, error) {
 		if !ok || fd.Body == nil {
 			continue
 		}
-		g.fn = funcName(fd)
+		g.fn = mutant.FuncName(fd)
 		ast.Inspect(fd.Body, g.visit)
 	}
 	sort.SliceStable(g.out, func(i, j int) bool { return g.out[i].start < g.out[j].start })
@@ -162,26 +162,6 @@ func hasBuildConstraint(f *ast.File) bool {
 		}
 	}
 	return false
-}
-
-func funcName(fd *ast.FuncDecl) string {
-	if fd.Recv == nil || len(fd.Recv.List) == 0 {
-		return fd.Name.Name
-	}
-	t := fd.Recv.List[0].Type
-	if s, ok := t.(*ast.StarExpr); ok {
-		t = s.X
-	}
-	switch x := t.(type) {
-	case *ast.IndexExpr:
-		t = x.X
-	case *ast.IndexListExpr:
-		t = x.X
-	}
-	if id, ok := t.(*ast.Ident); ok {
-		return id.Name + "." + fd.Name.Name
-	}
-	return fd.Name.Name
 }
 
 // mutant turns a byte-range replacement into a whole-line edit with its ID.
