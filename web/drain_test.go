@@ -69,7 +69,9 @@ type connFixture struct {
 	served chan error
 }
 
-func newConnFixture(t *testing.T) *connFixture {
+// newServedFixture is a fixture whose Server reads the real clock, as one
+// serving connections does (the drain and TCP fixtures both serve it).
+func newServedFixture(t *testing.T) *fixture {
 	f := newFixture(t, 1)
 	srv, err := New(Options{Runner: f.w.Runner, Store: f.w.Store, Clock: runner.NewRealClock(),
 		Tasks: []Task{{Name: "demo", Identity: f.srv.tasks["demo"].Identity}}})
@@ -77,6 +79,12 @@ func newConnFixture(t *testing.T) *connFixture {
 		t.Fatal(err)
 	}
 	f.srv = srv
+	return f
+}
+
+func newConnFixture(t *testing.T) *connFixture {
+	f := newServedFixture(t)
+	srv := f.srv
 	c := &connFixture{fixture: f, l: newPipeListener(), served: make(chan error, 1)}
 	go func() { c.served <- srv.Serve(c.l) }()
 	// A failed test still ends every goroutine of the bubble.

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -28,13 +27,8 @@ type tcpFixture struct {
 }
 
 func newTCPFixture(t *testing.T) *tcpFixture {
-	f := newFixture(t, 1)
-	srv, err := New(Options{Runner: f.w.Runner, Store: f.w.Store, Clock: runner.NewRealClock(),
-		Tasks: []Task{{Name: "demo", Identity: f.srv.tasks["demo"].Identity}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.srv = srv
+	f := newServedFixture(t)
+	srv := f.srv
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
