@@ -37,6 +37,10 @@ type Mutant struct {
 	File string // slash-separated, relative to the module root
 	Line int    // the first line the edit replaces
 	Func string // "Tx.Admit", "Decide"
+	// Body is the first and last line of Func's declaration: a test whose
+	// run entered none of it cannot tell the mutant from the original
+	// (coverage.go).
+	Body [2]int
 	Edit mutant.Edit
 }
 
@@ -105,6 +109,7 @@ type gen struct {
 	tf      *token.File
 	src     []byte
 	fn      string
+	body    map[string][2]int // each function's first and last line
 	handled map[ast.Node]bool
 	out     []raw
 }
@@ -121,13 +126,14 @@ func GenerateFile(rel string, src []byte) ([]Mutant, error) {
 	if hasBuildConstraint(f) {
 		return nil, nil
 	}
-	g := &gen{fset: fset, tf: fset.File(f.Pos()), src: src, handled: map[ast.Node]bool{}}
+	g := &gen{fset: fset, tf: fset.File(f.Pos()), src: src, body: map[string][2]int{}, handled: map[ast.Node]bool{}}
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
 		if !ok || fd.Body == nil {
 			continue
 		}
 		g.fn = mutant.FuncName(fd)
+		g.body[g.fn] = [2]int{g.line(g.off(fd.Pos())), g.line(g.off(fd.End()))}
 		ast.Inspect(fd.Body, g.visit)
 	}
 	sort.SliceStable(g.out, func(i, j int) bool { return g.out[i].start < g.out[j].start })
@@ -181,6 +187,7 @@ func (g *gen) mutant(rel string, r raw) (Mutant, error) {
 		File: rel,
 		Line: line,
 		Func: r.fn,
+		Body: g.body[r.fn],
 		Edit: mutant.Edit{File: rel, Original: orig, Replacement: repl, Line: line},
 	}, nil
 }

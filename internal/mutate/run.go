@@ -33,6 +33,9 @@ type Stage struct {
 	// Docker says its tests need a Docker engine: they run with
 	// RequireDockerEnv=1, and a failure saying DockerMissing is an error.
 	Docker bool
+	// Split says its units of coverage are Run's subtests (each scenario of
+	// TestScenarios), not its top-level tests.
+	Split bool
 }
 
 // env is what the stage's test binary runs with besides the environment.
@@ -94,6 +97,9 @@ type Result struct {
 type Sweep struct {
 	opts     Options
 	timeouts map[string]time.Duration
+	stages   []Stage             // the baseline's stages
+	units    map[string][]string // stage package → the tests its baseline passed (unitsOf)
+	cov      *Coverage           // nil: every stage runs whole
 }
 
 // NewSweep makes a sweep without a baseline: every test binary gets
@@ -105,7 +111,24 @@ func NewSweep(opts Options) *Sweep {
 	if opts.Stages == nil {
 		opts.Stages = Stages
 	}
-	return &Sweep{opts: opts, timeouts: map[string]time.Duration{}}
+	return &Sweep{opts: opts, timeouts: map[string]time.Duration{}, units: map[string][]string{}}
+}
+
+// UseCoverage makes each stage run only the tests that entered a mutant's
+// function (coverage.go); without it every stage runs whole.
+func (s *Sweep) UseCoverage(c *Coverage) { s.cov = c }
+
+// timeout is st's binary's timeout: its baseline's, or else opts.Timeout,
+// at least MinTimeout, and a Docker stage's at least DockerMinTimeout.
+func (s *Sweep) timeout(st Stage) time.Duration {
+	if to := s.timeouts[st.Pkg]; to != 0 {
+		return to
+	}
+	to := max(MinTimeout, s.opts.Timeout)
+	if st.Docker {
+		to = max(to, DockerMinTimeout)
+	}
+	return to
 }
 
 // Baseline builds and runs, unmutated, the test binaries of every stage of
@@ -140,10 +163,12 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 			continue // no test files: nothing to run, and nothing to time
 		}
 		start := time.Now()
-		res, err := s.runStage(ctx, st, bin, "", 30*time.Minute)
+		res, err := s.runStage(ctx, st, bin, "", 30*time.Minute, nil)
 		if err != nil {
 			return nil, nil, err
 		}
+		s.stages = append(s.stages, st)
+		s.units[st.Pkg] = unitsOf(st, res.Passed)
 		took[st.Pkg] = time.Since(start)
 		if failedRun(res) {
 			return nil, nil, fmt.Errorf("%s fails on the unmutated tree (%s): fix it before sweeping\n%s", st.Pkg, firstFailed(res), tail(res.Output, 30))
@@ -168,25 +193,38 @@ func (s *Sweep) Timeouts() map[string]time.Duration { return s.timeouts }
 
 // runStage runs a stage's test binary, built at bin, in a scratch
 // directory of its package.
-func (s *Sweep) runStage(ctx context.Context, st Stage, bin, overlay string, timeout time.Duration) (mutant.Result, error) {
+// env and args are added to the stage's own.
+func (s *Sweep) runStage(ctx context.Context, st Stage, bin, overlay string, timeout time.Duration, env []string, args ...string) (mutant.Result, error) {
 	top, wd, err := scratch(s.opts.Root, st.Pkg)
 	if err != nil {
 		return mutant.Result{}, err
 	}
 	defer os.RemoveAll(top)
-	if env := st.env(); len(env) > 0 {
+	if env = append(st.env(), env...); len(env) > 0 {
 		// RunTests passes the sweep's own environment on: the stage's
 		// settings go through a wrapper that execs the binary under them
 		// (the same process, so a timeout still stops the binary).
-		wrapper := bin + ".env"
-		script := "#!/bin/sh\nexec env " + strings.Join(env, " ") + " '" + bin + "' \"$@\"\n"
-		if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		// Each run has its own wrapper: coverage runs one binary's units
+		// at once.
+		f, err := os.CreateTemp(filepath.Dir(bin), filepath.Base(bin)+".env-")
+		if err != nil {
 			return mutant.Result{}, err
 		}
-		defer os.Remove(wrapper)
-		bin = wrapper
+		script := "#!/bin/sh\nexec env " + strings.Join(env, " ") + " '" + bin + "' \"$@\"\n"
+		_, err = f.WriteString(script)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		defer os.Remove(f.Name())
+		if err == nil {
+			err = os.Chmod(f.Name(), 0o755)
+		}
+		if err != nil {
+			return mutant.Result{}, err
+		}
+		bin = f.Name()
 	}
-	return mutant.RunTests(ctx, bin, wd, st.Run, true, overlay, s.runArgs(timeout)...), nil
+	return mutant.RunTests(ctx, bin, wd, st.Run, true, overlay, append(s.runArgs(timeout), args...)...), nil
 }
 
 func (s *Sweep) runArgs(timeout time.Duration) []string {
@@ -247,8 +285,47 @@ func newResult(m Mutant) Result {
 	return Result{Mutant: m, ID: m.ID, Op: m.Op, Pos: m.Pos(), Diff: m.Diff("")}
 }
 
-// One applies m through an overlay and runs its stages until one fails.
-func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
+// One applies m through an overlay and runs its stages until one fails;
+// with coverage, each stage runs only the tests that entered m's function,
+// and a stage none of whose tests did is not built.
+func (s *Sweep) One(ctx context.Context, m Mutant) Result { return s.one(ctx, m, s.cov) }
+
+// Confirm runs again, with every test of every stage, each survivor of a
+// run that selected its tests by coverage, so that a test coverage missed
+// still kills (coverage.go). It reports how many it ran and how many of
+// those were killed.
+func (s *Sweep) Confirm(ctx context.Context, rs []Result) (ran, killed int) {
+	if s.cov == nil {
+		return 0, 0
+	}
+	survivors := 0
+	for _, r := range rs {
+		if r.Verdict == Survived {
+			survivors++
+		}
+	}
+	for i, r := range rs {
+		if r.Verdict != Survived || ctx.Err() != nil {
+			continue
+		}
+		ran++
+		again := s.one(ctx, r.Mutant, nil)
+		again.Listed = r.Listed
+		again.Steps = append(append(r.Steps, "confirm: every test"), again.Steps...)
+		again.Seconds += r.Seconds
+		if again.Verdict != Survived {
+			killed++
+			again.Detail = "missed by coverage, caught running every test: " + again.Detail
+		}
+		rs[i] = again
+		if s.opts.Progress != nil {
+			s.opts.Progress(ran, survivors, again)
+		}
+	}
+	return ran, killed
+}
+
+func (s *Sweep) one(ctx context.Context, m Mutant, cov *Coverage) (r Result) {
 	r = newResult(m)
 	start := time.Now()
 	defer func() { r.Seconds = time.Since(start).Seconds() }()
@@ -264,6 +341,14 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 		return r
 	}
 	for _, st := range s.opts.Stages(m) {
+		if tests, ok := cov.Select(st.Pkg, m); ok {
+			if len(tests) == 0 {
+				r.Steps = append(r.Steps, fmt.Sprintf("skip %s: no test enters %s", st.Pkg, m.Func))
+				continue
+			}
+			st.Run = mutant.Pattern(tests)
+			r.Steps = append(r.Steps, fmt.Sprintf("select %s: %d tests", st.Pkg, len(tests)))
+		}
 		bin := filepath.Join(dir, binName(st.Pkg))
 		t0 := time.Now()
 		err := mutant.BuildTestFlags(ctx, s.opts.Root, st.Pkg, overlay, bin, "-vet=off", "-ldflags=-s -w")
@@ -279,18 +364,12 @@ func (s *Sweep) One(ctx context.Context, m Mutant) (r Result) {
 		if _, err := os.Stat(bin); err != nil {
 			continue // no test files
 		}
-		to := s.timeouts[st.Pkg]
-		if to == 0 {
-			to = max(MinTimeout, s.opts.Timeout)
-			if st.Docker {
-				to = max(to, DockerMinTimeout)
-			}
-		}
+		to := s.timeout(st)
 		// The binary stops itself at its -test.timeout; the context is the
 		// backstop for one that cannot (a hung process it started).
 		rctx, cancel := context.WithTimeout(ctx, to+30*time.Second)
 		t0 = time.Now()
-		res, err := s.runStage(rctx, st, bin, overlay, to)
+		res, err := s.runStage(rctx, st, bin, overlay, to, nil)
 		r.Steps = append(r.Steps, fmt.Sprintf("run %s %.1fs", st.Pkg, time.Since(t0).Seconds()))
 		expired := rctx.Err() != nil
 		cancel()

@@ -12,7 +12,7 @@ var Dirs = []string{"runner", "runner/lock", "store", "ask", "suggest", "plannin
 
 // The test binaries a mutant can run against.
 var (
-	stScenarios = Stage{Pkg: "./scenarios", Run: "^TestScenarios$"}
+	stScenarios = Stage{Pkg: "./scenarios", Run: "^TestScenarios$", Split: true}
 	stSim       = Stage{Pkg: "./sim", Run: "."}
 	stWeb       = Stage{Pkg: "./web", Run: "."}
 	stPlanning  = Stage{Pkg: "./planning", Run: "."}

@@ -36,6 +36,12 @@ var build = sync.OnceValues(func() (string, error) {
 	if overlay := os.Getenv("CODEBOOST_TEST_OVERLAY"); overlay != "" {
 		args = append(args, "-overlay", overlay)
 	}
+	// The sweep's coverage run (internal/mutate's CoverPkgEnv) counts what
+	// this process enters: it writes its coverage to the GOCOVERDIR the
+	// test passes on, beside the test binary's own.
+	if pkgs := os.Getenv("CODEBOOST_TEST_COVERPKG"); pkgs != "" {
+		args = append(args, "-cover", "-covermode=set", "-coverpkg="+pkgs)
+	}
 	if out, err := exec.Command("go", append(args, "github.com/codeboost/codeboost/cmd/codeboost")...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}

@@ -15,7 +15,9 @@
 // test binary's timeout (default: five times its baseline run, at least
 // 1m), -o writes a JSON report, -recheck runs the mutants the equivalence
 // file lists to confirm they survive, -baseline=false skips the unmutated
-// run. It prints a line per mutant as it finishes, then the seed, the
+// run, -coverage=false runs every test of every stage for each mutant
+// (by default a stage runs the tests that reach the mutant, and survivors
+// run again whole). It prints a line per mutant as it finishes, then the seed, the
 // counts, the score and the score per package, the wall time and every
 // survivor with its diff; the exit status is 1 if an equivalence entry is
 // stale or wrong, the sweep failed, or the score is below -min-score.
@@ -62,6 +64,7 @@ func run() int {
 		compile  = flag.Bool("compile", false, "only check that each chosen mutant compiles (go build, no tests)")
 		baseline = flag.Bool("baseline", true, "first run the unmutated tests: they must pass, and they set the timeouts")
 		recheck  = flag.Bool("recheck", false, "run the mutants the equivalence file lists too, to confirm they survive (-only always does)")
+		coverage = flag.Bool("coverage", true, "run, per stage, only the tests whose baseline run entered the mutant's function (collected after the baseline, kept in "+mutate.CoverageFile+"), then every survivor again with every test")
 	)
 	flag.Parse()
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "mutate:", err); return 2 }
@@ -207,8 +210,17 @@ func run() int {
 			fmt.Fprintf(w, "baseline: %s passes in %.1fs; timeout %s\n", pkg, took[pkg].Seconds(), to)
 		}
 	}
+	if *coverage && *baseline {
+		if err := collectCoverage(ctx, w, root, sw); err != nil {
+			mutate.RemoveScratch(root)
+			return fail(err)
+		}
+	}
 	baselineTime := time.Since(start)
 	results := sw.Run(ctx, chosen, reasons, *recheck || *only != "")
+	if ran, killed := sw.Confirm(ctx, results); ran > 0 {
+		fmt.Fprintf(w, "confirm: %d survivors run again with every test, %d killed there\n", ran, killed)
+	}
 	mutate.RemoveScratch(root)
 	rep := mutate.NewReport(results)
 	rep.Seed, rep.Sampled, rep.Generated, rep.Jobs, rep.Timeouts, rep.Stale = *seed, sampled, len(ms), opts.Jobs, timeouts, stale
@@ -227,6 +239,31 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// collectCoverage loads the coverage kept for this tree, collects what
+// the baseline's stages lack, keeps it, and gives it to sw.
+func collectCoverage(ctx context.Context, w *os.File, root string, sw *mutate.Sweep) error {
+	key, err := mutate.TreeKey(root)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(root, filepath.FromSlash(mutate.CoverageFile))
+	cov, err := mutate.LoadCoverage(path, key, mutate.Dirs)
+	if err != nil {
+		return err
+	}
+	err = sw.CollectCoverage(ctx, cov, func(pkg string, units int, took time.Duration) {
+		fmt.Fprintf(w, "coverage: %s, %d tests run one by one in %.1fs\n", pkg, units, took.Seconds())
+	})
+	if err != nil {
+		return err
+	}
+	if err := cov.Write(path); err != nil {
+		return err
+	}
+	sw.UseCoverage(cov)
+	return nil
 }
 
 // compileOnly builds each mutant's package and lists those that do not
