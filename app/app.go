@@ -4,7 +4,7 @@
 // shutdown steps 1 to 8, each a named method, in the contract's order, kept
 // in one place (Run and shutdown). It wires the real parts together: the lock,
 // the Store, the runner's coordinator on its goroutine loop, the production D
-// and process-group recovery. The HTTP server of a later issue plugs into
+// and process-group recovery. The review server (serve.go) takes part in
 // shutdown through Server and Publisher.
 //
 // Package cli parses the command line and calls Run; nothing else does.

@@ -82,8 +82,8 @@ func (a *App) closeAdmission() {
 // drainRequests is step 2: wait for the admitted HTTP requests up to the
 // drain limit. The server still accepts connections meanwhile, to answer
 // each new request 503 (step 1's rule) rather than refuse it unanswered;
-// step 3 closes the listener. There is no server in this
-// build; issue 8's plugs in through Options.Server.
+// step 3 closes the listener. A process without a server (no listen
+// address, or a --check run) has nothing to drain.
 func (a *App) drainRequests() {
 	if a.server != nil {
 		a.server.Drain()

@@ -300,19 +300,20 @@ func TestReviewActionWithEvent(t *testing.T) {
 func TestBadInputStoresNothing(t *testing.T) {
 	f := newFixture(t, 1)
 	id := f.actionID()
-	for _, body := range []string{
-		`not json`,
-		`{"task":"demo","action":"start","actionId":"` + id + `","extra":1}`,
-		`{"task":"demo","action":"explode","actionId":"` + id + `"}`,
-		`{"task":"demo","action":"cancel","actionId":"` + id + `"}`,
-		`{"task":"demo","action":"start","attemptId":"x","actionId":"` + id + `"}`,
-		`{"task":"demo","action":"start","actionId":"` + id + `"} {}`,
+	for _, c := range []struct{ body, want string }{
+		{`not json`, ""},
+		{`{"task":"demo","action":"start","actionId":"` + id + `","extra":1}`, `unknown field \"extra\"`},
+		{`{"task":"demo","action":"explode","actionId":"` + id + `"}`, `unknown runner action \"explode\"`},
+		{`{"task":"demo","action":"cancel","actionId":"` + id + `"}`, "cancel needs an attemptId"},
+		{`{"task":"demo","action":"start","attemptId":"x","actionId":"` + id + `"}`, "start takes no attemptId"},
+		{`{"task":"demo","action":"retry","attemptId":"x","actionId":"` + id + `"}`, "attemptId is not an attempt ID"},
+		{`{"task":"demo","action":"start","actionId":"` + id + `"} {}`, ""},
 	} {
-		req := httptest.NewRequest("POST", "/api/runner", strings.NewReader(body))
+		req := httptest.NewRequest("POST", "/api/runner", strings.NewReader(c.body))
 		rec := httptest.NewRecorder()
 		f.srv.Handler().ServeHTTP(rec, req)
-		if rec.Code != 400 {
-			t.Errorf("%s: %d %s", body, rec.Code, rec.Body)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%s: %d %s, want 400 saying %q", c.body, rec.Code, rec.Body, c.want)
 		}
 	}
 	item := 1

@@ -78,6 +78,24 @@
 // skipped one for want of an engine. A skip never kills: only a failing
 // test that ran does.
 //
+// # Choosing the tests by coverage
+//
+// After the baseline, each stage's tests run once more, one at a time, in
+// a binary built with coverage of every mutated package (a Split stage,
+// ./scenarios, counts each scenario as a test); internal/testbin builds
+// the codeboost binary that e2e starts with the same coverage, so what a
+// serve process enters counts too. What each test entered is kept in
+// bin/mutate-coverage.json under a hash of the module's Go files, so a
+// later sweep over the same tree (-only while fixing a survivor) skips the
+// collection. A mutant's stage then runs only the tests that entered its
+// function, and a stage none of whose tests did is not even built. A test
+// whose coverage run failed is run for every mutant. Coverage can miss a
+// test (a process killed with -9 writes none) but never invents one, so
+// every survivor is run again with every test of every stage (Confirm)
+// before it is reported: the verdicts are those of a sweep that runs every
+// test, and the time is spent on the survivors only. -coverage=false runs
+// every test for every mutant.
+//
 // # Sampling
 //
 // A sample of n is spread over the packages in proportion to their mutant
