@@ -171,8 +171,11 @@ func coverPkgs(module string, dirs []string) string {
 // cov.Dirs, and adds what each entered to cov. The units are the
 // tests the baseline saw pass. Units of a Docker stage run one at a time
 // (they take the machine's Docker lock anyway), the others on the sweep's
-// workers. progress, if set, hears of each stage as it ends.
-func (s *Sweep) CollectCoverage(ctx context.Context, cov *Coverage, progress func(pkg string, units int, took time.Duration)) error {
+// workers. progress, if set, hears of each stage as it ends, with the
+// number of mutated files its tests entered (none is suspect: a stage whose
+// tests run the codeboost binary counts only if that binary wrote its
+// coverage).
+func (s *Sweep) CollectCoverage(ctx context.Context, cov *Coverage, progress func(pkg string, units, files int, took time.Duration)) error {
 	module, err := modulePath(s.opts.Root)
 	if err != nil {
 		return err
@@ -219,7 +222,13 @@ func (s *Sweep) CollectCoverage(ctx context.Context, cov *Coverage, progress fun
 		}
 		cov.Stages[st.Pkg] = units
 		if progress != nil {
-			progress(st.Pkg, len(units), time.Since(start))
+			files := map[string]bool{}
+			for _, u := range units {
+				for f := range u.Lines {
+					files[f] = true
+				}
+			}
+			progress(st.Pkg, len(units), len(files), time.Since(start))
 		}
 	}
 	return nil

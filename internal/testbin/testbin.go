@@ -13,6 +13,8 @@ import (
 	"testing"
 )
 
+const mainPkg = "github.com/codeboost/codeboost/cmd/codeboost"
+
 var (
 	mu  sync.Mutex
 	dir string
@@ -38,11 +40,12 @@ var build = sync.OnceValues(func() (string, error) {
 	}
 	// The sweep's coverage run (internal/mutate's CoverPkgEnv) counts what
 	// this process enters: it writes its coverage to the GOCOVERDIR the
-	// test passes on, beside the test binary's own.
+	// test passes on, beside the test binary's own. The main package must
+	// be among those covered, or the binary writes nothing at all.
 	if pkgs := os.Getenv("CODEBOOST_TEST_COVERPKG"); pkgs != "" {
-		args = append(args, "-cover", "-covermode=set", "-coverpkg="+pkgs)
+		args = append(args, "-cover", "-covermode=set", "-coverpkg="+pkgs+","+mainPkg)
 	}
-	if out, err := exec.Command("go", append(args, "github.com/codeboost/codeboost/cmd/codeboost")...).CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", append(args, mainPkg)...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return bin, nil

@@ -253,8 +253,8 @@ func collectCoverage(ctx context.Context, w *os.File, root string, sw *mutate.Sw
 	if err != nil {
 		return err
 	}
-	err = sw.CollectCoverage(ctx, cov, func(pkg string, units int, took time.Duration) {
-		fmt.Fprintf(w, "coverage: %s, %d tests run one by one in %.1fs\n", pkg, units, took.Seconds())
+	err = sw.CollectCoverage(ctx, cov, func(pkg string, units, files int, took time.Duration) {
+		fmt.Fprintf(w, "coverage: %s, %d tests run one by one in %.1fs, entering %d mutated files\n", pkg, units, took.Seconds(), files)
 	})
 	if err != nil {
 		return err
