@@ -48,6 +48,9 @@ var Catalog = map[string]string{
 	"store/statement":          "the next SQL statement a transaction runs fails with a storage error (K*off->1*return: the (K+1)-th; return(\"step\"): a query fails after its first row, the others at once)",
 	"store/before-commit":      "runs a scenario command after a write transaction's writes, right before its COMMIT (the transaction holds the Store's one connection: use commands that do not read the Store, such as d-cancelled or traced)",
 
+	// Runner faults.
+	"runner/diag-listing": "retention's listing of the diagnostics directory fails after reading every entry (os.ReadDir returns what it read with an I/O error)",
+
 	// Hooks that let a scenario act between two statements of one event.
 	"runner/before-launch-check":  "runs a scenario command right before the launch check",
 	"runner/before-mark-running":  "runs a scenario command after D's start returned, before pending → running",

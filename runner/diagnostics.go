@@ -129,9 +129,9 @@ type diagFile struct {
 // commit is the file deleted, so no row ever points at a missing file.
 func (c *Coordinator) retention() {
 	dir := c.diagnosticsDir()
-	entries, err := os.ReadDir(dir)
+	entries, err := c.listDiagnostics(dir)
 	if err != nil {
-		return
+		return // the listing may be incomplete: the next retention decides
 	}
 	c.fp.Hook("runner/before-diag-sizes")
 	var files []diagFile
@@ -192,6 +192,18 @@ func (c *Coordinator) retention() {
 			c.trace("retention removed referenced %s", f.name)
 		}
 	}
+}
+
+// listDiagnostics is os.ReadDir of the diagnostics directory. Failpoint
+// runner/diag-listing stands for a listing that fails after reading its
+// entries (an I/O error on the directory's last read): os.ReadDir then
+// returns what it read along with the error.
+func (c *Coordinator) listDiagnostics(dir string) ([]os.DirEntry, error) {
+	entries, err := os.ReadDir(dir)
+	if err == nil && c.fp.Fire("runner/diag-listing") {
+		err = errors.New("failpoint runner/diag-listing")
+	}
+	return entries, err
 }
 
 // DiagnosticsDir is where this runner saves partial output
