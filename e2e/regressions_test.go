@@ -761,22 +761,30 @@ func objectsLabelled(t *testing.T, cli *client.Client, label string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What was on the engine before this test took the Docker lock is
+	// another run's (dockertest.Preexisting), never this test's.
 	for _, c := range cs.Items {
-		out = append(out, "container "+strings.TrimPrefix(c.Names[0], "/")+" "+c.ID)
+		if !dockertest.Preexisting("container " + c.ID) {
+			out = append(out, "container "+strings.TrimPrefix(c.Names[0], "/")+" "+c.ID)
+		}
 	}
 	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range vs.Items {
-		out = append(out, "volume "+v.Name)
+		if !dockertest.Preexisting("volume " + v.Name) {
+			out = append(out, "volume "+v.Name)
+		}
 	}
 	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range ns.Items {
-		out = append(out, "network "+n.Name+" "+n.ID)
+		if !dockertest.Preexisting("network " + n.ID) {
+			out = append(out, "network "+n.Name+" "+n.ID)
+		}
 	}
 	sort.Strings(out)
 	return out

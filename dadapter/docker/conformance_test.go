@@ -32,18 +32,10 @@ func TestConformance(t *testing.T) {
 	cli := dockertest.Client(t)
 	dockertest.Serial(t)
 	h := &dockerHarness{cli: cli, agent: dockertest.FakeAgentImage(t, cli), helper: dockertest.HelperImage(t, cli)}
-	// Every case ends with a daemon-wide leak check (dockertest.NoLeaks'),
-	// less what other packages' failed tests left before this run began:
-	// on a shared daemon those would fail every case and hide this one's.
-	before, err := labelled(cli)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.before = map[string]bool{}
-	for _, o := range before {
-		t.Logf("already on the daemon, not counted as a leak: %s", o)
-		h.before[o] = true
-	}
+	// Every case ends with a daemon-wide leak check (dockertest.NoLeaks),
+	// which leaves out what was on the daemon when this run took the lock:
+	// on a shared daemon other runs' leftovers would fail every case and
+	// hide this one's.
 	dtest.Run(t, h)
 }
 
@@ -55,9 +47,8 @@ const callTimeout = 10 * time.Second
 // dockerHarness makes one Docker D per case, over the images built once.
 type dockerHarness struct {
 	cli    *client.Client
-	agent  string          // the fake agent's image
-	helper string          // the helper image
-	before map[string]bool // labelled objects on the daemon before the run (labelled's lines)
+	agent  string // the fake agent's image
+	helper string // the helper image
 }
 
 func (h *dockerHarness) New(t *testing.T) dtest.Impl {
@@ -67,72 +58,10 @@ func (h *dockerHarness) New(t *testing.T) dtest.Impl {
 	// Cleanups run last first: the purge, then the leak check, so a case
 	// that failed half-way leaves nothing to the next one, and anything D
 	// made without its runner label is still caught.
-	t.Cleanup(func() { h.noLeaks(t) })
+	t.Cleanup(func() { dockertest.NoLeaks(t, h.cli) })
 	t.Cleanup(func() { w.purge(t) })
 	w.d = w.newD(t)
 	return w
-}
-
-// noLeaks is dockertest.NoLeaks less what was there before the run.
-func (h *dockerHarness) noLeaks(t *testing.T) {
-	objs, err := labelled(h.cli)
-	if err != nil {
-		t.Errorf("leak check: %v", err)
-		return
-	}
-	var leaks []string
-	for _, o := range objs {
-		if !h.before[o] {
-			leaks = append(leaks, o)
-		}
-	}
-	if len(leaks) > 0 {
-		t.Errorf("Docker objects labelled %s* left behind:\n\t%s", dockertest.LabelPrefix, strings.Join(leaks, "\n\t"))
-	}
-}
-
-// labelled lists, one line each, the containers, volumes and networks on
-// the daemon with a label under dockertest.LabelPrefix, as NoLeaks does.
-func labelled(cli *client.Client) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	has := func(labels map[string]string) bool {
-		for k := range labels {
-			if strings.HasPrefix(k, dockertest.LabelPrefix) {
-				return true
-			}
-		}
-		return false
-	}
-	var out []string
-	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true})
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range cs.Items {
-		if has(c.Labels) {
-			out = append(out, fmt.Sprintf("container %s %v", c.ID, c.Names))
-		}
-	}
-	vs, err := cli.VolumeList(ctx, client.VolumeListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	for _, v := range vs.Items {
-		if has(v.Labels) {
-			out = append(out, "volume "+v.Name)
-		}
-	}
-	ns, err := cli.NetworkList(ctx, client.NetworkListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range ns.Items {
-		if has(n.Labels) {
-			out = append(out, fmt.Sprintf("network %s %s", n.ID, n.Name))
-		}
-	}
-	return out, nil
 }
 
 // dockerWorld is one case's runner process (its D) on the shared daemon.

@@ -76,6 +76,19 @@ func Unavailable(t testing.TB, format string, args ...any) {
 // serial is held, within this process, by the test that holds LockFile.
 var serial sync.Mutex
 
+// before holds the labelled objects that were on the engine when the test
+// holding serial took the lock ("container <id>", "volume <name>",
+// "network <id>"): another process's leftovers, not this test's. A test
+// that leaks fails its own NoLeaks; what it left must not fail every later
+// test as well, as it did when a mutation sweep's mutant (rightly) leaked
+// and every later e2e run reported the same objects. Guarded by serial.
+var before map[string]bool
+
+// Preexisting reports whether an object ("container <id>", "volume
+// <name>", "network <id>") was on the engine when the running test took
+// the lock, so that a test's own listing leaves it out.
+func Preexisting(object string) bool { return before[object] }
+
 // Serial makes the test the only Docker test running on the machine until
 // it ends: `go test ./...` runs packages' test binaries in parallel, and
 // Docker tests that count containers or stop daemons' work would see each
@@ -102,14 +115,65 @@ func Serial(t testing.TB) {
 		serial.Unlock()
 		t.Fatalf("docker test lock %s: %v", LockFile, err)
 	}
+	before = labelledObjects(t)
+	if len(before) > 0 {
+		t.Logf("%d labelled Docker objects were on the engine before this test took the lock; they are not its own and its leak check leaves them out", len(before))
+	}
 	t.Cleanup(func() {
+		before = nil
 		f.Close() // closing the last descriptor releases the flock
 		serial.Unlock()
 	})
 }
 
+// labelledObjects lists what carries a LabelPrefix label on the engine
+// the environment names; nothing when no engine answers (Client then
+// skips or fails the test).
+func labelledObjects(t testing.TB) map[string]bool {
+	out := map[string]bool{}
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return out
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return out
+	}
+	containers, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true})
+	if err != nil {
+		t.Fatalf("list containers: %v", err)
+	}
+	for _, c := range containers.Items {
+		if labelled(c.Labels) != "" {
+			out["container "+c.ID] = true
+		}
+	}
+	volumes, err := cli.VolumeList(ctx, client.VolumeListOptions{})
+	if err != nil {
+		t.Fatalf("list volumes: %v", err)
+	}
+	for _, v := range volumes.Items {
+		if labelled(v.Labels) != "" {
+			out["volume "+v.Name] = true
+		}
+	}
+	networks, err := cli.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		t.Fatalf("list networks: %v", err)
+	}
+	for _, n := range networks.Items {
+		if labelled(n.Labels) != "" {
+			out["network "+n.ID] = true
+		}
+	}
+	return out
+}
+
 // NoLeaks fails the test if any container, volume or network on the daemon
-// carries a label whose key starts with LabelPrefix. Call it at the end of
+// carries a label whose key starts with LabelPrefix, but for those that
+// were there when it took the lock (Preexisting). Call it at the end of
 // a test, after the code under test has cleaned up, or register it with
 // t.Cleanup right after Serial, so that it runs after every cleanup
 // registered later (Create's, Volume's). It sees the whole daemon, so hold
@@ -124,7 +188,7 @@ func NoLeaks(t testing.TB, cli *client.Client) {
 		t.Fatalf("list containers: %v", err)
 	}
 	for _, c := range containers.Items {
-		if k := labelled(c.Labels); k != "" {
+		if k := labelled(c.Labels); k != "" && !Preexisting("container "+c.ID) {
 			leaks = append(leaks, fmt.Sprintf("container %s %v (%s, label %s)", short(c.ID), c.Names, c.State, k))
 		}
 	}
@@ -133,7 +197,7 @@ func NoLeaks(t testing.TB, cli *client.Client) {
 		t.Fatalf("list volumes: %v", err)
 	}
 	for _, v := range volumes.Items {
-		if k := labelled(v.Labels); k != "" {
+		if k := labelled(v.Labels); k != "" && !Preexisting("volume "+v.Name) {
 			leaks = append(leaks, fmt.Sprintf("volume %s (label %s)", v.Name, k))
 		}
 	}
@@ -142,7 +206,7 @@ func NoLeaks(t testing.TB, cli *client.Client) {
 		t.Fatalf("list networks: %v", err)
 	}
 	for _, n := range networks.Items {
-		if k := labelled(n.Labels); k != "" {
+		if k := labelled(n.Labels); k != "" && !Preexisting("network "+n.ID) {
 			leaks = append(leaks, fmt.Sprintf("network %s (label %s)", n.Name, k))
 		}
 	}

@@ -235,3 +235,38 @@ func TestNoLeaksSeesALabelledVolume(t *testing.T) {
 		t.Errorf("NoLeaks reported %q, want volume %s", rec.errs, name)
 	}
 }
+
+// TestNoLeaksLeavesOutWhatWasThere: what an earlier run left on the engine
+// before this test took the lock is not this test's leak (that run's own
+// check failed), and is left out; what this test makes is still reported.
+// Without it, one leaking run failed every later Docker test on the
+// engine: the mutation sweep counted those failures as kills.
+func TestNoLeaksLeavesOutWhatWasThere(t *testing.T) {
+	cli := dockertest.Client(t)
+	var left string
+	t.Run("an earlier run leaks", func(t *testing.T) {
+		dockertest.Serial(t)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		v, err := cli.VolumeCreate(ctx, client.VolumeCreateOptions{Labels: map[string]string{dockertest.TestLabel: t.Name()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left = v.Volume.Name
+	})
+	t.Cleanup(func() {
+		if left != "" {
+			cli.VolumeRemove(context.Background(), left, client.VolumeRemoveOptions{})
+		}
+	})
+	dockertest.Serial(t)
+	if !dockertest.Preexisting("volume " + left) {
+		t.Fatalf("volume %s, there when the lock was taken, is not preexisting", left)
+	}
+	rec := &recorder{TB: t}
+	name := dockertest.Volume(t, cli)
+	dockertest.NoLeaks(rec, cli)
+	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "volume "+name) || strings.Contains(rec.errs[0], left) {
+		t.Errorf("NoLeaks reported %q, want volume %s and not %s", rec.errs, name, left)
+	}
+}
