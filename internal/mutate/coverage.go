@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/codeboost/codeboost/internal/mutant"
@@ -201,22 +200,9 @@ func (s *Sweep) CollectCoverage(ctx context.Context, cov *Coverage, progress fun
 		if st.Docker {
 			jobs = 1
 		}
-		work := make(chan int)
-		var wg sync.WaitGroup
-		for w := 0; w < jobs; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range work {
-					units[i] = s.coverUnit(ctx, st, bin, dir, module, pkgs, names[i])
-				}
-			}()
-		}
-		for i := range names {
-			work <- i
-		}
-		close(work)
-		wg.Wait()
+		Each(len(names), jobs, func(i int) {
+			units[i] = s.coverUnit(ctx, st, bin, dir, module, pkgs, names[i])
+		})
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

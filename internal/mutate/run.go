@@ -241,44 +241,52 @@ func (s *Sweep) runArgs(timeout time.Duration) []string {
 // killed is a wrong entry (Listed and killed).
 func (s *Sweep) Run(ctx context.Context, ms []Mutant, equivalent map[string]string, recheck bool) []Result {
 	out := make([]Result, len(ms))
-	work := make(chan int)
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
-	for w := 0; w < s.opts.Jobs; w++ {
+	Each(len(ms), s.opts.Jobs, func(i int) {
+		var r Result
+		reason, listed := equivalent[ms[i].ID]
+		switch {
+		case listed && !recheck:
+			r = newResult(ms[i])
+			r.Verdict, r.Detail = Equivalent, reason
+		default:
+			r = s.One(ctx, ms[i])
+		}
+		r.Listed = listed
+		if listed && r.Verdict == Survived {
+			r.Verdict, r.Detail = Equivalent, reason
+		}
+		mu.Lock()
+		out[i] = r
+		done++
+		if s.opts.Progress != nil {
+			s.opts.Progress(done, len(ms), r)
+		}
+		mu.Unlock()
+	})
+	return out
+}
+
+// Each calls f(0) … f(n-1) on jobs goroutines and returns when all have
+// returned.
+func Each(n, jobs int, f func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < max(1, jobs); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				var r Result
-				reason, listed := equivalent[ms[i].ID]
-				switch {
-				case listed && !recheck:
-					r = newResult(ms[i])
-					r.Verdict, r.Detail = Equivalent, reason
-				default:
-					r = s.One(ctx, ms[i])
-				}
-				r.Listed = listed
-				if listed && r.Verdict == Survived {
-					r.Verdict, r.Detail = Equivalent, reason
-				}
-				mu.Lock()
-				out[i] = r
-				done++
-				if s.opts.Progress != nil {
-					s.opts.Progress(done, len(ms), r)
-				}
-				mu.Unlock()
+				f(i)
 			}
 		}()
 	}
-	for i := range ms {
+	for i := 0; i < n; i++ {
 		work <- i
 	}
 	close(work)
 	wg.Wait()
-	return out
 }
 
 func newResult(m Mutant) Result {

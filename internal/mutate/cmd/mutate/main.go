@@ -35,7 +35,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/codeboost/codeboost/internal/mutate"
@@ -270,22 +269,7 @@ func collectCoverage(ctx context.Context, w *os.File, root string, sw *mutate.Sw
 // compile: an operator should not make them.
 func compileOnly(ctx context.Context, root string, ms []mutate.Mutant, jobs int) int {
 	errs := make([]error, len(ms))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < jobs; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				errs[i] = mutate.Compiles(ctx, root, ms[i])
-			}
-		}()
-	}
-	for i := range ms {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	mutate.Each(len(ms), jobs, func(i int) { errs[i] = mutate.Compiles(ctx, root, ms[i]) })
 	bad := 0
 	for i, err := range errs {
 		if err != nil {
