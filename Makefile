@@ -156,17 +156,18 @@ replay:
 # packages in proportion to their mutant counts, each run against its
 # package's tests and the test binaries that exercise it (the scenarios, the
 # simulator's, the importers', and e2e on Docker; dadapter/docker's own
-# Docker suite), one mutant at a time (-j 1: the Docker suites hold a
-# machine-wide lock, and a mutant's suite waiting on another's would run
-# into its timeout and count as a kill; a Docker stage gets 15 minutes at
-# least for the same reason). It prints the score, the score per
-# package and every survivor. Not part of `make test`, and it needs a Docker
-# engine (the Docker suites run with CODEBOOST_REQUIRE_DOCKER=1). About 8
-# hours at 300 on two shared cores (measured: 32 s a mutant outside the
-# adapter, survivors of the lanes 2-5 minutes through e2e; an adapter mutant
-# that survives its Docker suite 11 minutes): MUTATE_FLAGS='-not-pkgs
-# dadapter/docker' leaves out the adapter (about 2.5 hours at 300);
-# '-ops swap-steps' narrows too.
+# Docker suite), but only the tests whose coverage run entered the mutant's
+# function; every survivor then runs again with every test. It prints the
+# score, the score per package and every survivor. Not part of `make test`,
+# and it needs a Docker engine (the Docker suites run with
+# CODEBOOST_REQUIRE_DOCKER=1). -j 1 by default: the Docker suites hold a
+# machine-wide lock, and a Docker stage gets 15 minutes at least, for a wait
+# on that lock is not a kill. Measured on two shared cores with -j 2: the
+# baseline and the coverage collection about 18 minutes (a 5-minute Docker
+# suite run twice), then about 10 s a mutant outside the adapter, 20-60 s
+# inside it, and 5 minutes for a mutant whose tests hang (its timeout):
+# roughly 1.5 hours for 300. '-not-pkgs dadapter/docker' or '-ops
+# swap-steps' narrow it.
 MUTATE_SEED ?= 1
 MUTATE_N ?= 300
 MUTATE_FLAGS ?=
