@@ -160,13 +160,18 @@ func TestMergeStatusMapping(t *testing.T) {
 }
 
 // TestReadMalformedAnswers: a 200 that cannot be believed is an error,
-// never a zero value taken for an answer.
+// never a zero value taken for an answer. That includes an answer whose
+// fields all decode but that is not one well-formed JSON object (a
+// duplicate key, trailing text): the client believes only a 200 it can
+// read whole (sweep survivor, seed 20261203:
+// codehost/github/reads.go:Client.PullRequest:ignore-error:7011dab6).
 func TestReadMalformedAnswers(t *testing.T) {
 	pull := func(n int, state, head string, merged bool, mergeSHA string) string {
 		b, _ := json.Marshal(map[string]any{"number": n, "state": state, "head": map[string]string{"sha": head},
 			"base": map[string]string{"ref": "main"}, "merged": merged, "merge_commit_sha": mergeSHA})
 		return string(b)
 	}
+	whole := strings.TrimSuffix(pull(5, "open", sha(1), false, ""), "}")
 	for _, c := range []struct {
 		name, body string
 	}{
@@ -176,6 +181,8 @@ func TestReadMalformedAnswers(t *testing.T) {
 		{"bad head", pull(5, "open", "main", false, "")},
 		{"merged without merge commit", pull(5, "closed", sha(1), true, "")},
 		{"wrong types", `{"number":"5"}`},
+		{"duplicate key", whole + `,"state":"open"}`},
+		{"trailing text", whole + `} {}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cl := stub(t, "", answer(200, c.body))
