@@ -89,6 +89,29 @@ func TestLivePlanningSeedsFromTheTasksHead(t *testing.T) {
 	}
 }
 
+// runUntilReady runs a in this process and waits for its ready file;
+// serve ending first, or not ready within 30 s, fails the test with what
+// logs returns. The channel gives Run's error.
+func runUntilReady(t *testing.T, a *app.App, ready string, logs func() string) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- a.Run() }()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(ready); err == nil {
+			return done
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended before it was ready: %v\n%s", err, logs())
+		default:
+		}
+		if i > 3000 {
+			t.Fatalf("serve never became ready:\n%s", logs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // serveUntilCleanup runs serve with opt in this process until the test
 // ends (then a SIGINT stops it, and its error fails the test), and returns
 // the review server's URL and the log.
@@ -101,22 +124,7 @@ func serveUntilCleanup(t *testing.T, opt app.Options, ready string) (string, *sy
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run() }()
-	for i := 0; ; i++ {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve ended before it was ready: %v\n%s", err, out.String())
-		default:
-		}
-		if i > 3000 {
-			t.Fatalf("serve never became ready:\n%s", out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	done := runUntilReady(t, a, ready, out.String)
 	t.Cleanup(func() {
 		syscall.Kill(os.Getpid(), syscall.SIGINT)
 		if err := <-done; err != nil {

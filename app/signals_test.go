@@ -202,17 +202,7 @@ func TestSecondSignalDuringShutdownSkipsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run() }()
-	for i := 0; ; i++ {
-		if _, err := os.Stat(ready); err == nil {
-			break
-		}
-		if i > 3000 {
-			t.Fatalf("serve never became ready:\n%s%s", out.String(), errs.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	done := runUntilReady(t, a, ready, func() string { return out.String() + errs.String() })
 	syscall.Kill(os.Getpid(), syscall.SIGINT)
 	<-server.held
 	syscall.Kill(os.Getpid(), syscall.SIGINT)
