@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
@@ -95,7 +96,7 @@ func TestRecoveryStopsWhenALeftoverDirectoryCannotBeRemoved(t *testing.T) {
 
 // restartRecovery runs startup recovery in a new coordinator of c's
 // configuration over st (a new process over the same database and root).
-func restartRecovery(t *testing.T, c *Coordinator, st *store.Store, d noLeftoversD) RecoveryReport {
+func restartRecovery(t *testing.T, c *Coordinator, st *store.Store, d dadapter.D) RecoveryReport {
 	t.Helper()
 	loop := NewGoroutineLoop()
 	t.Cleanup(loop.Stop)
