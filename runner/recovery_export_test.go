@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
-	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -55,20 +54,7 @@ func (d *hangingExportD) RemoveTaskFilesystems(_ dadapter.TaskFilesystems, done 
 // export's signal is aborted first, and only then does recovery go on to
 // the finalization and ask D to remove the storage the export reads.
 func TestRecoveryAbortsAHangingExportBeforeRemovingItsStorage(t *testing.T) {
-	c, st, loop := productionCoordinator(t, 1, &goD{handles: map[string]*goHandle{}})
-	if err := c.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
-	if err := st.Update(func(tx *store.Tx) error { return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s"}) }); err != nil {
-		t.Fatal(err)
-	}
-	attemptID, err := c.Admit(context.Background(), AdmitRequest{PlanKey: id.Key(), Kind: words.KindExecute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := awaitState(t, st, attemptID, words.Running)
-	loop.Stop() // the process dies with the writable attempt running
+	c, st, a := crashWhileRunning(t, &goD{handles: map[string]*goHandle{}}, words.KindExecute)
 
 	d := &hangingExportD{goD: &goD{handles: map[string]*goHandle{}},
 		owner: dadapter.StorageOwner{RunnerOwner: c.cfg.Owner, AttemptID: a.ID, AllocationID: a.AllocationID}}
@@ -86,7 +72,7 @@ func TestRecoveryAbortsAHangingExportBeforeRemovingItsStorage(t *testing.T) {
 	if underRun {
 		t.Error("the storage's removal was asked for while its export still ran: the export was not aborted first")
 	}
-	if a, err := st.Attempt(attemptID); err != nil || !strings.Contains(a.Diagnostic, "export deadline passed") || a.DiagnosticRef != "" {
+	if a, err := st.Attempt(a.ID); err != nil || !strings.Contains(a.Diagnostic, "export deadline passed") || a.DiagnosticRef != "" {
 		t.Errorf("finalized row: diagnostic %q, ref %q, %v; want the export deadline, no file", a.Diagnostic, a.DiagnosticRef, err)
 	}
 }

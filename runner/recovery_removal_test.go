@@ -41,21 +41,7 @@ func TestRecoveryStopsWhenALeftoverDirectoryCannotBeRemoved(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := noLeftoversD{&goD{handles: map[string]*goHandle{}}}
-			c, st, loop := productionCoordinator(t, 1, d)
-			if err := c.Open(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
-			if err := st.Update(func(tx *store.Tx) error { return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s"}) }); err != nil {
-				t.Fatal(err)
-			}
-			attemptID, err := c.Admit(context.Background(), AdmitRequest{PlanKey: id.Key(), Kind: words.KindReview})
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := awaitState(t, st, attemptID, words.Running)
-			loop.Stop() // the process dies with the attempt running
-
+			c, st, a := crashWhileRunning(t, d, words.KindReview)
 			dir := tc.dir(filepath.Join(c.cfg.Root, c.cfg.Owner), a)
 			if err := os.MkdirAll(dir, 0o700); err != nil {
 				t.Fatal(err)
@@ -92,6 +78,29 @@ func TestRecoveryStopsWhenALeftoverDirectoryCannotBeRemoved(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crashWhileRunning admits one attempt of kind on a coordinator whose D is
+// d, waits until its row is running, and stops the coordinator's loop: the
+// process dies with the attempt running. It returns the coordinator, its
+// Store and the attempt's row.
+func crashWhileRunning(t *testing.T, d dadapter.D, kind string) (*Coordinator, *store.Store, store.Attempt) {
+	t.Helper()
+	c, st, loop := productionCoordinator(t, 1, d)
+	if err := c.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
+	if err := st.Update(func(tx *store.Tx) error { return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s"}) }); err != nil {
+		t.Fatal(err)
+	}
+	attemptID, err := c.Admit(context.Background(), AdmitRequest{PlanKey: id.Key(), Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := awaitState(t, st, attemptID, words.Running)
+	loop.Stop()
+	return c, st, a
 }
 
 // restartRecovery runs startup recovery in a new coordinator of c's
