@@ -90,11 +90,7 @@ func crashWhileRunning(t *testing.T, d dadapter.D, kind string) (*Coordinator, *
 	if err := c.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
-	if err := st.Update(func(tx *store.Tx) error { return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s"}) }); err != nil {
-		t.Fatal(err)
-	}
-	attemptID, err := c.Admit(context.Background(), AdmitRequest{PlanKey: id.Key(), Kind: kind})
+	attemptID, err := c.Admit(context.Background(), AdmitRequest{PlanKey: createTask(t, st), Kind: kind})
 	if err != nil {
 		t.Fatal(err)
 	}
