@@ -1,0 +1,108 @@
+package suggest_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/suggest"
+	"github.com/codeboost/codeboost/words"
+)
+
+// padded is reply followed by spaces up to n bytes: still the same JSON.
+func padded(reply string, n int) []byte {
+	return []byte(reply + strings.Repeat(" ", n-len(reply)))
+}
+
+// TestRepliesAtTheirBound: a reply is at most store.MaxPlanReply bytes
+// (1 MiB), a maximum: a valid reply of exactly that size is validated and
+// published, one byte more is refused before parsing ("Durable reasons
+// use the Store's bounded format", and the Store stores at most 1 MiB).
+func TestRepliesAtTheirBound(t *testing.T) {
+	if _, err := suggest.ValidateCards(padded(cards, store.MaxPlanReply), 2); err != nil {
+		t.Fatalf("cards of exactly 1 MiB: %v", err)
+	}
+	if _, err := suggest.ValidateDraft(padded(draft, store.MaxPlanReply)); err != nil {
+		t.Fatalf("a draft of exactly 1 MiB: %v", err)
+	}
+	if _, err := suggest.ValidateCards(padded(cards, store.MaxPlanReply+1), 2); err == nil || !strings.Contains(err.Error(), "1 MiB") {
+		t.Fatalf("valid cards one byte over 1 MiB: %v", err)
+	}
+	if _, err := suggest.ValidateDraft(padded(draft, store.MaxPlanReply+1)); err == nil || !strings.Contains(err.Error(), "1 MiB") {
+		t.Fatalf("a valid draft one byte over 1 MiB: %v", err)
+	}
+	for _, c := range []struct{ mode, reply string }{{store.ModeSuggestion, cards}, {store.ModeDraft, draft}} {
+		w := newWorld(t)
+		id, h := w.start(w.key, c.mode)
+		w.settle(h, suggest.Outcome{Reply: padded(c.reply, store.MaxPlanReply)})
+		w.want(id, words.Completed, store.RequestReady, "")
+		w2 := newWorld(t)
+		id, h = w2.start(w2.key, c.mode)
+		w2.settle(h, suggest.Outcome{Reply: padded(c.reply, store.MaxPlanReply+1)})
+		if r := w2.want(id, words.Failed, store.RequestFailed, ""); !strings.Contains(r.Reason, "1 MiB") {
+			t.Fatalf("%s reply over 1 MiB: reason %q", c.mode, r.Reason)
+		}
+	}
+}
+
+// TestCardCountAtItsBound: a suggestion has at most store.MaxCards cards;
+// a reply with that many publishes, one more fails the request saying so.
+func TestCardCountAtItsBound(t *testing.T) {
+	card := `{"item": 0, "title": "more", "instructions": "", "kind": "add"}`
+	many := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat(card+",", n), ",") + "]" }
+	if _, err := suggest.ValidateCards([]byte(many(store.MaxCards)), 2); err != nil {
+		t.Fatalf("%d cards: %v", store.MaxCards, err)
+	}
+	w := newWorld(t)
+	id, h := w.start(w.key, store.ModeSuggestion)
+	w.reply(h, many(store.MaxCards+1))
+	if r := w.want(id, words.Failed, store.RequestFailed, ""); !strings.Contains(r.Reason, "at most") {
+		t.Fatalf("%d cards: reason %q", store.MaxCards+1, r.Reason)
+	}
+}
+
+// TestAbandonedAtShutdownKeepsTheFirstReason: a provider still running when
+// the shutdown grace passes is abandoned, and its request is settled from
+// its first stop reason ("First timeout/cancellation/shutdown reason wins
+// over a later generic provider abort"): a budget that ran out first
+// fails it as timed out, not as stopped by the server; with shutdown the
+// first reason, it is "Server stopped". Either way the diagnostic says it
+// was abandoned, and Close's channel closes.
+func TestAbandonedAtShutdownKeepsTheFirstReason(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		before     func(w *world)
+		wantReason string
+	}{
+		{"the budget ran out first", func(w *world) { w.advance(suggest.DefaultBudget) }, words.TimedOutAfter(10)},
+		{"shutdown first", func(*world) {}, suggest.ServerStopped},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			id, h := w.start(w.key, store.ModeSuggestion)
+			c.before(w)
+			done := w.c.Close()
+			w.loop.Drain()
+			if closed(done) {
+				t.Fatal("closed with a provider still running")
+			}
+			w.advance(suggest.DefaultShutdownGrace - time.Nanosecond)
+			if closed(done) {
+				t.Fatal("abandoned before the grace passed")
+			}
+			w.advance(time.Nanosecond)
+			r := w.want(id, words.Failed, store.RequestFailed, c.wantReason)
+			if !strings.Contains(r.Diagnostic, "did not stop within 20s of shutdown") {
+				t.Fatalf("diagnostic %q; want it to say the provider was abandoned", r.Diagnostic)
+			}
+			if !closed(done) {
+				t.Fatal("Close still waits after the grace")
+			}
+			w.fail(h, "late")
+			if n := len(w.results[id]); n != 1 {
+				t.Fatalf("%d outcomes after a late settlement; the abandoned provider's is ignored", n)
+			}
+		})
+	}
+}
