@@ -246,6 +246,18 @@ func TestQuestionLife(t *testing.T) {
 		{name: "an answer with an answer of another type", agent: true, state: store.QuestionFailed, retryable: true,
 			says: "not a valid question result",
 			run:  func(l *life, id string) { l.settle(id, dadapter.Settlement{Output: []byte(`{"answer":7}`)}) }},
+		// The runner's output check for the question kind: "usage" is an
+		// object and "summary" a string when given, even beside an answer.
+		{name: "an answer whose usage is no object", agent: true, state: store.QuestionFailed, retryable: true,
+			says: "not a valid question result",
+			run: func(l *life, id string) {
+				l.settle(id, dadapter.Settlement{Output: []byte(`{"answer":"a","usage":5}`)})
+			}},
+		{name: "an answer whose summary is null", agent: true, state: store.QuestionFailed, retryable: true,
+			says: "not a valid question result",
+			run: func(l *life, id string) {
+				l.settle(id, dadapter.Settlement{Output: []byte(`{"answer":"a","summary":null}`)})
+			}},
 		{name: "an empty answer", agent: true, state: store.QuestionFailed, retryable: true,
 			says: "not a valid question result",
 			run:  func(l *life, id string) { l.settle(id, dadapter.Settlement{Output: []byte(`{"answer":""}`)}) }},
