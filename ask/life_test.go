@@ -431,7 +431,7 @@ func TestStoppedAdmission(t *testing.T) {
 	l := newLife(t, lifeOpts{})
 	l.open()
 	l.c.StopAdmission()
-	l.c.StopAdmission() // a second stop changes nothing
+	l.c.StopAdmission()      // a second stop changes nothing
 	for i := 0; i < 3; i++ { // more than the slots: none is held
 		resp, err := l.ask("after the stop?")
 		if err != nil || resp.Outcome != "applied" {

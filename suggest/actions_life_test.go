@@ -223,7 +223,7 @@ func TestCancelActionLife(t *testing.T) {
 	if err == nil || len(h.cancels) != 0 || w.row(id).State != store.RequestPending {
 		t.Fatalf("a cancel whose first statement failed: %v, cancels %v, row %s; want the error and nothing stopped", err, h.cancels, w.row(id).State)
 	}
-	var done string // the action that cancelled, past every faulted statement
+	var done string               // the action that cancelled, past every faulted statement
 	for k := 2; done == ""; k++ { // each later statement of the cancel's write
 		if err := w.fp.Enable("store/statement", strconv.Itoa(k-1)+"*off->1*return"); err != nil {
 			t.Fatal(err)
