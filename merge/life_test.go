@@ -517,6 +517,12 @@ func TestMergeAfterStop(t *testing.T) {
 // being refused in its transaction, Idle closes once that click is done.
 func TestAwaitIdleWaitsForTheMergeInFlight(t *testing.T) {
 	f := newFlight(t, flightOpts{})
+	// A click refused before any stop closes nothing: Idle is for Stop.
+	stale := f.request()
+	stale.ExpectedStateVersion--
+	if _, err := f.merge(stale); err == nil {
+		t.Fatal("a stale click was admitted")
+	}
 	var idle <-chan struct{}
 	f.hook("merge/before-final-reread", func() {
 		idle, _ = f.c.AwaitIdle(context.Background())
