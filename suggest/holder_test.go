@@ -1,6 +1,7 @@
 package suggest_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,31 @@ func TestAbandonedAtShutdownKeepsTheFirstReason(t *testing.T) {
 				t.Fatalf("%d outcomes after a late settlement; the abandoned provider's is ignored", n)
 			}
 		})
+	}
+}
+
+// nilHandleProvider starts nothing and says nothing went wrong.
+type nilHandleProvider struct{}
+
+func (nilHandleProvider) Start(context.Context, suggest.Input) (suggest.Handle, error) { return nil, nil }
+
+// TestProviderWithoutAHandle: a provider that returns neither a handle nor
+// an error has started nothing: the request ends failed at once, through
+// the same settlement as a start that failed, and the plan's slot is
+// free again (no invocation is tracked, no timer is left behind).
+func TestProviderWithoutAHandle(t *testing.T) {
+	w := newWorld(t, func(c *suggest.Config) { c.Provider = nilHandleProvider{} })
+	id, err := w.tryStart(w.key, store.ModeSuggestion)
+	if err != nil || id == "" {
+		t.Fatalf("Start: %q, %v; want the request's ID", id, err)
+	}
+	w.want(id, words.Failed, store.RequestFailed, "The planning agent could not start: no handle")
+	next, err := w.tryStart(w.key, store.ModeSuggestion)
+	if err != nil {
+		t.Fatalf("a start after it: %v; want the plan's slot free", err)
+	}
+	w.advance(time.Hour)
+	if len(w.results[id]) != 1 || len(w.results[next]) != 1 {
+		t.Fatalf("outcomes %d and %d; want one each", len(w.results[id]), len(w.results[next]))
 	}
 }
