@@ -775,3 +775,27 @@ func TestReconcileAtStartup(t *testing.T) {
 		}
 	})
 }
+
+// TestDisplayStatusOfAnAttemptThatEndedMeanwhile: the status poll reads
+// the attempt again inside its transaction, so an outcome recorded while
+// it read GitHub (here, the attempt failed) is not written over: the poll
+// shows it as it ended, with no error.
+func TestDisplayStatusOfAnAttemptThatEndedMeanwhile(t *testing.T) {
+	f := newFlight(t, flightOpts{})
+	f.host.NextMerge("queued")
+	_, m := f.admitted()
+	f.setPR(func(pr *codehost.PullRequest) { pr.Merged, pr.State = true, "closed" })
+	f.host.onRead = func(context.Context) {
+		f.host.onRead = nil
+		if err := f.st.Update(func(tx *store.Tx) error { return tx.EndMerge(m.ID, store.MergeFailed, "ended meanwhile") }); err != nil {
+			t.Error(err)
+		}
+	}
+	s, err := f.c.DisplayStatus(context.Background(), f.key)
+	if err != nil || s.Attempt == nil || s.Attempt.State != store.MergeFailed {
+		t.Fatalf("DisplayStatus: %+v, %v; want the attempt as it ended meanwhile", s.Attempt, err)
+	}
+	if f.status() != words.StatusInReview {
+		t.Fatalf("task %s; an ended attempt's task must not close", f.status())
+	}
+}
