@@ -115,6 +115,20 @@ func TestStartActionLife(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the caller leaves while the issue is read", func(t *testing.T) {
+		for _, issueErr := range []error{nil, errors.New("GitHub is down")} {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w := newWorld(t, func(c *suggest.Config) {
+				c.Issue = func(context.Context, string) (string, error) { cancel(); return "", issueErr }
+			})
+			req := w.request(w.key, store.ModeSuggestion)
+			resp, err := w.c.StartAction(ctx, actionIDs.UUID(), req)
+			if err == nil || len(w.prov.inputs) != 0 || len(requestsOf(w, w.key)) != 0 {
+				t.Fatalf("issue error %v: %+v, %v; want the context's error and nothing started", issueErr, resp, err)
+			}
+		}
+	})
 	t.Run("closing", func(t *testing.T) {
 		w := newWorld(t)
 		w.c.Close()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/suggest"
 	"github.com/codeboost/codeboost/words"
@@ -58,7 +59,7 @@ func TestCardCountAtItsBound(t *testing.T) {
 	w := newWorld(t)
 	id, h := w.start(w.key, store.ModeSuggestion)
 	w.reply(h, many(store.MaxCards+1))
-	if r := w.want(id, words.Failed, store.RequestFailed, ""); !strings.Contains(r.Reason, "at most") {
+	if r := w.want(id, words.Failed, store.RequestFailed, ""); !strings.HasPrefix(r.Reason, "The planning agent's reply is not valid: ") || !strings.Contains(r.Reason, "at most") {
 		t.Fatalf("%d cards: reason %q", store.MaxCards+1, r.Reason)
 	}
 }
@@ -111,7 +112,9 @@ func TestAbandonedAtShutdownKeepsTheFirstReason(t *testing.T) {
 // nilHandleProvider starts nothing and says nothing went wrong.
 type nilHandleProvider struct{}
 
-func (nilHandleProvider) Start(context.Context, suggest.Input) (suggest.Handle, error) { return nil, nil }
+func (nilHandleProvider) Start(context.Context, suggest.Input) (suggest.Handle, error) {
+	return nil, nil
+}
 
 // TestProviderWithoutAHandle: a provider that returns neither a handle nor
 // an error has started nothing: the request ends failed at once, through
@@ -131,5 +134,104 @@ func TestProviderWithoutAHandle(t *testing.T) {
 	w.advance(time.Hour)
 	if len(w.results[id]) != 1 || len(w.results[next]) != 1 {
 		t.Fatalf("outcomes %d and %d; want one each", len(w.results[id]), len(w.results[next]))
+	}
+}
+
+// TestStoppedRequestKeepsTheProvidersDiagnostic: a request settles from its
+// first stop reason whatever its provider answers, "retaining the original
+// diagnostic": the provider's own error when it failed, or that its reply
+// was discarded.
+func TestStoppedRequestKeepsTheProvidersDiagnostic(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		outcome suggest.Outcome
+		diag    string
+	}{
+		{"it fails", suggest.Outcome{Err: errString("exit status 137")}, "exit status 137"},
+		{"it replies", suggest.Outcome{Reply: []byte(cards)}, "its reply was discarded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			id, h := w.start(w.key, store.ModeSuggestion)
+			w.cancel(id, "")
+			w.settle(h, c.outcome)
+			r := w.want(id, words.Cancelled, store.RequestCancelled, words.CancelledByUser)
+			if !strings.Contains(r.Diagnostic, c.diag) {
+				t.Fatalf("diagnostic %q; want %q", r.Diagnostic, c.diag)
+			}
+		})
+	}
+}
+
+// TestSettlementAndBudgetInOneTurn: the provider's settlement is queued
+// before the budget's timer fires: the settlement wins ("Timeouts request
+// abort but do not settle early"), the late timer asks the provider for
+// nothing and changes nothing.
+func TestSettlementAndBudgetInOneTurn(t *testing.T) {
+	w := newWorld(t)
+	id, h := w.start(w.key, store.ModeSuggestion)
+	h.settle(suggest.Outcome{Reply: []byte(cards)}) // queued, not yet run
+	w.advance(suggest.DefaultBudget)
+	w.want(id, words.Completed, store.RequestReady, "")
+	if len(h.cancels) != 0 {
+		t.Fatalf("the provider was asked to stop after it settled: %v", h.cancels)
+	}
+}
+
+// TestNewChecksItsConfiguration: New refuses a configuration without its
+// Store, Loop, Clock or IDs, or with a negative budget or shutdown grace;
+// a zero one is the default (ten minutes, twenty seconds), any other is
+// used as given.
+func TestNewChecksItsConfiguration(t *testing.T) {
+	w := newWorld(t)
+	good := suggest.Config{Store: w.st, Loop: w.loop, Clock: w.clock, IDs: ids.NewSeeded(3)}
+	if _, err := suggest.New(good); err != nil {
+		t.Fatalf("a good configuration: %v", err)
+	}
+	for name, edit := range map[string]func(*suggest.Config){
+		"no Store":          func(c *suggest.Config) { c.Store = nil },
+		"no Loop":           func(c *suggest.Config) { c.Loop = nil },
+		"no Clock":          func(c *suggest.Config) { c.Clock = nil },
+		"no IDs":            func(c *suggest.Config) { c.IDs = nil },
+		"a negative budget": func(c *suggest.Config) { c.Budget = -time.Second },
+		"a negative grace":  func(c *suggest.Config) { c.ShutdownGrace = -time.Second },
+	} {
+		cfg := good
+		edit(&cfg)
+		if _, err := suggest.New(cfg); err == nil {
+			t.Errorf("%s: New accepted it", name)
+		}
+	}
+	for _, c := range []struct {
+		budget, grace         time.Duration
+		wantBudget, wantGrace time.Duration
+	}{
+		{0, 0, suggest.DefaultBudget, suggest.DefaultShutdownGrace},
+		{3 * time.Minute, 5 * time.Second, 3 * time.Minute, 5 * time.Second},
+	} {
+		w := newWorld(t, func(cfg *suggest.Config) { cfg.Budget, cfg.ShutdownGrace = c.budget, c.grace })
+		id, h := w.start(w.key, store.ModeSuggestion)
+		if dl := w.prov.inputs[0].Deadline; !dl.Equal(w.clock.Now().Add(c.wantBudget)) {
+			t.Fatalf("budget %s: the provider's deadline %v; want %s from now", c.budget, dl, c.wantBudget)
+		}
+		w.advance(c.wantBudget - time.Nanosecond)
+		if len(h.cancels) != 0 {
+			t.Fatalf("budget %s: stopped early: %v", c.budget, h.cancels)
+		}
+		w.advance(time.Nanosecond)
+		if len(h.cancels) != 1 || h.cancels[0] != "timeout" {
+			t.Fatalf("budget %s: cancels %v; want the timeout", c.budget, h.cancels)
+		}
+		done := w.c.Close()
+		w.loop.Drain()
+		w.advance(c.wantGrace - time.Nanosecond)
+		if closed(done) {
+			t.Fatalf("grace %s: abandoned early", c.grace)
+		}
+		w.advance(time.Nanosecond)
+		if !closed(done) {
+			t.Fatalf("grace %s: still waiting after it", c.grace)
+		}
+		w.want(id, words.Failed, store.RequestFailed, "")
 	}
 }
