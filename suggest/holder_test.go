@@ -235,3 +235,32 @@ func TestNewChecksItsConfiguration(t *testing.T) {
 		w.want(id, words.Failed, store.RequestFailed, "")
 	}
 }
+
+// TestStartWhoseEventNeverRan: a Start whose context ended before its
+// admission event ran gets that error, never an empty request ID with no
+// error, and nothing is admitted.
+func TestStartWhoseEventNeverRan(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if id, err := w.c.Start(ctx, w.request(w.key, store.ModeSuggestion)); err == nil {
+		t.Fatalf("Start with its context ended: %q and no error", id)
+	}
+	if len(w.prov.inputs) != 0 || len(requestsOf(w, w.key)) != 0 {
+		t.Fatal("a start whose event never ran admitted a request")
+	}
+}
+
+// TestOversizedDiagnosticThatIsNotText: "Durable reasons use the Store's
+// bounded format even when a provider returns an oversized diagnostic",
+// even one that is not UTF-8 text at all: the request fails with a
+// bounded diagnostic.
+func TestOversizedDiagnosticThatIsNotText(t *testing.T) {
+	w := newWorld(t)
+	id, h := w.start(w.key, store.ModeSuggestion)
+	w.fail(h, strings.Repeat("\x80", store.MaxDiagnostic+10))
+	r := w.want(id, words.Failed, store.RequestFailed, "")
+	if len(r.Diagnostic) > store.MaxDiagnostic || !strings.HasSuffix(r.Diagnostic, "…") {
+		t.Fatalf("a diagnostic of %d bytes; want it bounded to %d, marked cut", len(r.Diagnostic), store.MaxDiagnostic)
+	}
+}
