@@ -198,7 +198,7 @@ func TestPlanningStopBeforeTheAgent(t *testing.T) {
 		r := w.start(t, id, store.ModeSuggestion)
 		r.cancel("timeout")
 		w.finish(t, simd.OpRecover, "")
-		if w.d.Handle(id) != nil || len(w.d.Held()) > 0 || w.d.StoragePresent(id) {
+		if w.d.Handle(id) != nil || len(w.d.Held()) > 0 || w.d.StoragePresent(id) || strings.Contains(strings.Join(w.trace, "\n"), "storage "+id+" requested") {
 			t.Fatalf("a request stopped during recovery allocated or started\n%s", strings.Join(w.trace, "\n"))
 		}
 		r.wantOutcome(t, "", "stopped (timeout) before it started")
