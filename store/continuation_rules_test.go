@@ -511,3 +511,24 @@ func (e *env) historyCommitOf(key, attemptID string) string {
 	e.t.Helper()
 	return e.rawString(`SELECT commit_sha FROM history WHERE plan_key = ? AND attempt_id = ?`, key, attemptID)
 }
+
+// TestPauseForAmendmentNeedsARunningTask: the pause is "the task's move
+// from running to needs amendment", and "An owed scope pause is offered
+// and acted on only when the task status ... allow[s] pauseForAmendment to
+// commit it": a task that has moved on (here to in review, its run
+// finished) is refused, with no checkpoint written and its status kept.
+func TestPauseForAmendmentNeedsARunningTask(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask(words.StatusRunning)
+	a := e.commitItem(key, 1, "c1")
+	e.update(func(tx *store.Tx) error { return tx.FinishPlanRun(key) })
+	before := e.task(key)
+	err := e.s.Update(func(tx *store.Tx) error {
+		return tx.PauseForAmendment(a.ID, store.ScopeFinding{Paths: []string{"docs/x.md"}, Leaves: []string{"docs/x.md"}})
+	})
+	wantRefusal(t, err, store.CodeTaskNotRunning)
+	after := e.task(key)
+	if n := e.rawInt(`SELECT COUNT(*) FROM checkpoints`); n != 0 || after.Status != words.StatusInReview || after.StateVersion != before.StateVersion {
+		t.Fatalf("the refused pause left %d checkpoints, status %s, state version %d (was %d)", n, after.Status, after.StateVersion, before.StateVersion)
+	}
+}
