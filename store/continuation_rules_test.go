@@ -253,9 +253,13 @@ func TestApproveContinuationAdmitsTheAmendedPlan(t *testing.T) {
 		{at: 1, doc: planDoc(`{"title": "one", "scope": ["docs/x.md"]}`, `{"title": "two"}`), wantDone: []int{1}, wantNext: 2},
 		{at: 1, doc: planDoc(`{"title": "one", "scope": ["docs/"]}`, `{"title": "two"}`, `{"title": "three"}`), wantDone: []int{1}, wantNext: 2},
 		{at: 2, doc: planDoc(`{"title": "one"}`, `{"title": "two", "scope": ["docs/x.md"]}`, `{"title": "three"}`), wantDone: []int{1, 2}, wantNext: 3},
+		// The amended revision is the prefix alone: nothing is left to run.
+		{at: 2, doc: planDoc(`{"title": "one"}`, `{"title": "two", "scope": ["docs/x.md"]}`), wantDone: []int{1, 2}, wantNext: 0},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("paused at item %d", c.at), func(t *testing.T) {
+		// (Subtest names stay unique: a "#01" suffix would reach the
+		// database path, where store.Open's URI cuts it off.)
+		t.Run(fmt.Sprintf("paused at item %d of %d, next %d", c.at, strings.Count(c.doc, `"title"`)-1, c.wantNext), func(t *testing.T) {
 			e, key, a := pausedAt(t, c.at)
 			if p := e.progress(key); p.Checkpoint == nil || p.Checkpoint.AttemptID != a.ID || p.Checkpoint.Approval != nil {
 				t.Fatalf("progress after the pause: checkpoint %+v, want %s's with no approval", p.Checkpoint, a.ID)
@@ -290,8 +294,8 @@ func TestApproveContinuationAdmitsTheAmendedPlan(t *testing.T) {
 				t.Fatalf("progress checkpoint %+v, want the approval %+v", p.Checkpoint, want)
 			}
 			ps, err := e.resumePlan(key)
-			if err != nil || ps.Item != c.wantNext || ps.Finished {
-				t.Fatalf("resume = %+v, %v; want item %d", ps, err, c.wantNext)
+			if err != nil || ps.Item != c.wantNext || ps.Finished != (c.wantNext == 0) {
+				t.Fatalf("resume = %+v, %v; want item %d (0: finished)", ps, err, c.wantNext)
 			}
 			_, err = e.startPlan(key)
 			if r := wantRefusal(t, err, store.CodeIllegal); !strings.Contains(r.Message, "resume it instead") {
@@ -530,5 +534,23 @@ func TestPauseForAmendmentNeedsARunningTask(t *testing.T) {
 	after := e.task(key)
 	if n := e.rawInt(`SELECT COUNT(*) FROM checkpoints`); n != 0 || after.Status != words.StatusInReview || after.StateVersion != before.StateVersion {
 		t.Fatalf("the refused pause left %d checkpoints, status %s, state version %d (was %d)", n, after.Status, after.StateVersion, before.StateVersion)
+	}
+}
+
+// TestApproveContinuationReportsAMissingCheckpointItem: the checkpoint
+// names item 2 of revision 1 as the end of its prefix; a database whose
+// revision 1 lost that item (another build, a failing disk) is reported as
+// such, an error rather than a refusal or a crash, and nothing is written.
+func TestApproveContinuationReportsAMissingCheckpointItem(t *testing.T) {
+	e, key, _ := pausedAt(t, 2)
+	e.importRevision(key, 1, planDoc(`{"title": "one"}`, `{"title": "two", "scope": ["docs/x.md"]}`))
+	e.rawExec(`DELETE FROM plan_items WHERE plan_key = ? AND revision = 1 AND item = 2`, key)
+	before := e.continuationWrites(key)
+	_, err := e.approveAt(key, before.StateVersion, before.Review)
+	if err == nil || store.RefusalCode(err) != "" || !strings.Contains(err.Error(), "names item 2 of revision 1, which has 1") {
+		t.Fatalf("approve with revision 1's item 2 gone: %v, want an error naming the missing item", err)
+	}
+	if after := e.continuationWrites(key); after != before {
+		t.Fatalf("the error wrote: %+v, was %+v", after, before)
 	}
 }

@@ -344,3 +344,16 @@ func sameRun(a, b snapshot) bool {
 	return a.Task.Status == b.Task.Status && a.Task.StateVersion == b.Task.StateVersion &&
 		len(a.Attempts) == len(b.Attempts) && slices.Equal(a.History, b.History)
 }
+
+// TestStartRefusesARevisionWithNoItems: start admits "the first item";
+// a revision with no item has none, and start says so instead of
+// admitting an item 0.
+func TestStartRefusesARevisionWithNoItems(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask("")
+	e.update(func(tx *store.Tx) error { _, err := tx.ImportRevision(key, 1, nil); return err })
+	_, err := e.startPlan(key)
+	if r := wantRefusal(t, err, store.CodeIllegal); r.Message != "revision 2 has no items" {
+		t.Fatalf("start of an empty revision: %q", r.Message)
+	}
+}
