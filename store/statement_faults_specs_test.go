@@ -35,19 +35,3 @@ func TestApproveContinuationReportsAnUnreadablePrefixSpec(t *testing.T) {
 		})
 	}
 }
-
-// TestApproveContinuationRefusesAStaleReviewVersion: "The person amends the
-// owning item […], then posts approve-continuation with the current state
-// and review versions" (the contract's "Scope continuation (#88)"). A
-// review version the plan has moved past (a note, choice or approval saved
-// since the person looked) is refused as a stale review, as start, resume
-// and an approval are, and nothing is written: the task stays paused.
-func TestApproveContinuationRefusesAStaleReviewVersion(t *testing.T) {
-	e, key := amendedWithLaterItem(t, []string{"docs/x.md"}, `[{"op": "modify", "path": "docs/x.md"}]`)
-	sv, rv := e.task(key).StateVersion, e.plan(key).ReviewVersion
-	err := e.s.Update(func(tx *store.Tx) error { _, err := tx.ApproveContinuation(key, sv, rv-1); return err })
-	wantRefusal(t, err, store.CodeStaleReview)
-	if n := e.rawInt(`SELECT COUNT(*) FROM continuation_approvals`); n != 0 || e.task(key).Status != words.StatusNeedsAmendment {
-		t.Fatalf("the refusal left %d approvals and status %s", n, e.task(key).Status)
-	}
-}

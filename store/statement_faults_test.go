@@ -628,13 +628,7 @@ func faultCases() []faultCase {
 				return nil
 			})
 		}},
-		{name: "runner owner token", covers: []string{"Tx.RunnerOwnerToken"}, setup: func(e *env) func() error {
-			e.update(func(tx *store.Tx) error { _, err := tx.RunnerOwnerToken(1, 2, nil); return err })
-			return e.inTx(func(tx *store.Tx) error {
-				_, err := tx.RunnerOwnerToken(1, 3, func() string { return "0123456789abcdef0123456789abcdef" })
-				return err
-			})
-		}},
+		ownerTokenCase("RunnerOwnerToken", (*store.Tx).RunnerOwnerToken),
 
 		// Readers.
 		{name: "review readers", covers: []string{"Tx.Plan", "Tx.PlanItems", "Tx.Notes", "Tx.Choices", "Tx.Findings", "Tx.History", "Tx.EventCount", "Tx.UserActionCount"}, setup: func(e *env) func() error {
