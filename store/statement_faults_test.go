@@ -25,10 +25,18 @@ import (
 // faultCase is one operation of the sweep's workload.
 type faultCase struct {
 	name string
+	// covers names the exported methods (as "Tx.Approve", "Store.Admit")
+	// whose statements the operation runs: TestEveryStatementMethodIsSwept
+	// holds every exported method of Store and Tx to some case's covers or
+	// to the short list of those that run no statement of their own.
+	covers []string
 	// setup builds the operation's fixture with no fault armed and
 	// returns the operation. It runs once per fault mode, on a fresh
 	// store; the operation then runs once per statement.
 	setup func(e *env) func() error
+	// fixture, set instead of setup, builds the store too: for a fixture
+	// helper that opens its own (amendedWithLaterItem and the like).
+	fixture func(t *testing.T) (*env, func() error)
 	// want is the operation's outcome with no fault: "" for success, or
 	// the refusal code it answers (the fixture must reach the path the
 	// case is about).
@@ -61,8 +69,14 @@ func TestEveryStatementErrorPropagates(t *testing.T) {
 }
 
 func sweepStatements(t *testing.T, c faultCase, value string) {
-	e := newEnv(t)
-	op := c.setup(e)
+	var e *env
+	var op func() error
+	if c.fixture != nil {
+		e, op = c.fixture(t)
+	} else {
+		e = newEnv(t)
+		op = c.setup(e)
+	}
 	before := e.dump()
 	for k := 1; ; k++ {
 		terms := "1*return" + value
@@ -264,9 +278,9 @@ func (e *env) midRun() string {
 
 func faultCases() []faultCase {
 	one, two := 1, 2
-	return []faultCase{
+	return append([]faultCase{
 		// Admission and its checks.
-		{name: "admit", setup: func(e *env) func() error {
+		{name: "admit", covers: []string{"Store.Admit", "Tx.Admit"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			e.admit(key, words.KindReview) // a previous attempt and a started budget
 			a := e.attempt(e.task(key).CurrentAttemptID)
@@ -279,7 +293,7 @@ func faultCases() []faultCase {
 			r.AllocationID = faultIDs.UUID()
 			return func() error { _, err := e.s.Admit(r); return err }
 		}},
-		{name: "admit refused, budget spent", want: store.CodeBudgetSpent,
+		{name: "admit refused, budget spent", covers: []string{"Store.Admit", "Store.AdmissionRefused"}, want: store.CodeBudgetSpent,
 			swallowed: store.CodeBudgetSpent,
 			because: `the refusal comes from the admission's own transaction, which nothing failed; the move to needs human ` +
 				`is Store.AdmissionRefused's separate transaction, which has no caller to report to and leaves the database as it ` +
@@ -291,13 +305,13 @@ func faultCases() []faultCase {
 				r := e.admitReq(key, words.KindReview)
 				return func() error { _, err := e.s.Admit(r); return err }
 			}},
-		{name: "user action refused, budget spent", want: store.CodeBudgetSpent, setup: func(e *env) func() error {
+		{name: "user action refused, budget spent", covers: []string{"Store.UserAction"}, want: store.CodeBudgetSpent, setup: func(e *env) func() error {
 			key, _ := e.failedReview()
 			e.clock.Advance(3 * time.Hour)
 			r := e.admitReq(key, words.KindReview)
 			return e.userAction(key, "retry", func(tx *store.Tx, _ string) error { _, err := tx.Admit(r); return err })
 		}},
-		{name: "user action replayed", setup: func(e *env) func() error {
+		{name: "user action replayed", covers: []string{"Store.UserAction"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			op := e.userAction(key, "note", func(tx *store.Tx, actionID string) error {
 				_, err := tx.ChangeNote(key, actionID, 1, "a note")
@@ -308,12 +322,12 @@ func faultCases() []faultCase {
 			}
 			return op
 		}},
-		{name: "check retry", setup: func(e *env) func() error {
+		{name: "check retry", covers: []string{"Tx.CheckRetry"}, setup: func(e *env) func() error {
 			key, a := e.failedReview()
 			sv := e.task(key).StateVersion
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.CheckRetry(key, a.ID, sv); return err })
 		}},
-		{name: "check run again", setup: func(e *env) func() error {
+		{name: "check run again", covers: []string{"Tx.CheckRunAgain"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			a := e.running(key, words.KindReview)
 			e.update(func(tx *store.Tx) error { return tx.Reassign(key, "someone-else") })
@@ -325,15 +339,15 @@ func faultCases() []faultCase {
 		}},
 
 		// Transitions and the attempt row's fields.
-		{name: "mark running", setup: func(e *env) func() error {
+		{name: "mark running", covers: []string{"Tx.MarkRunning"}, setup: func(e *env) func() error {
 			a := e.admit(e.newTask(""), words.KindReview)
 			return e.inTx(func(tx *store.Tx) error { return tx.MarkRunning(a.ID) })
 		}},
-		{name: "record first reason", setup: func(e *env) func() error {
+		{name: "record first reason", covers: []string{"Tx.RecordFirstReason"}, setup: func(e *env) func() error {
 			a := e.running(e.newTask(""), words.KindReview)
 			return e.inTx(func(tx *store.Tx) error { return tx.RecordFirstReason(a.ID, words.ReasonStale, "plan moved") })
 		}},
-		{name: "finish, time limit", setup: func(e *env) func() error {
+		{name: "finish, time limit", covers: []string{"Tx.Finish"}, setup: func(e *env) func() error {
 			a := e.running(e.newTask(""), words.KindReview)
 			e.update(func(tx *store.Tx) error { return tx.RecordFirstReason(a.ID, words.ReasonTimeLimit, "") })
 			exit := 1
@@ -342,7 +356,7 @@ func faultCases() []faultCase {
 					Diagnostic: "stopped", DiagnosticRef: a.ID + ".diff"})
 			})
 		}},
-		{name: "finish with a pending cancel task", setup: func(e *env) func() error {
+		{name: "finish with a pending cancel task", covers: []string{"Tx.Finish"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			a := e.running(key, words.KindReview)
 			e.update(func(tx *store.Tx) error { _, _, err := tx.CancelTask(key, faultIDs.UUID(), true); return err })
@@ -350,29 +364,29 @@ func faultCases() []faultCase {
 				return tx.Finish(a.ID, store.Terminal{State: words.Cancelled, FirstReason: words.ReasonCancelled})
 			})
 		}},
-		{name: "publish with a commit", setup: func(e *env) func() error {
+		{name: "publish with a commit", covers: []string{"Tx.Publish"}, setup: func(e *env) func() error {
 			a := e.running(e.newTask(""), words.KindExecute)
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.Publish(a.ID, []byte(`{"ok":true}`), "c0ffee", 0); return err })
 		}},
-		{name: "publish with a safety finding", setup: func(e *env) func() error {
+		{name: "publish with a safety finding", covers: []string{"Tx.Publish"}, setup: func(e *env) func() error {
 			a := e.running(e.newTask(""), words.KindReview)
 			e.update(func(tx *store.Tx) error { return tx.RecordSafetyFinding(a.ID, "wrote outside its scope") })
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.Publish(a.ID, nil, "", 0); return err })
 		}},
-		{name: "publish, completion guard", setup: func(e *env) func() error {
+		{name: "publish, completion guard", covers: []string{"Tx.Publish"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			a := e.running(key, words.KindReview)
 			e.rawExec(`UPDATE tasks SET status = 'queued' WHERE plan_key = ?`, key)
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.Publish(a.ID, nil, "", 0); return err })
 		}},
-		{name: "publish, completion guard with a safety finding", setup: func(e *env) func() error {
+		{name: "publish, completion guard with a safety finding", covers: []string{"Tx.Publish"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			a := e.running(key, words.KindReview)
 			e.update(func(tx *store.Tx) error { return tx.RecordSafetyFinding(a.ID, "wrote outside its scope") })
 			e.rawExec(`UPDATE tasks SET status = 'queued' WHERE plan_key = ?`, key)
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.Publish(a.ID, nil, "", 0); return err })
 		}},
-		{name: "attempt fields", setup: func(e *env) func() error {
+		{name: "attempt fields", covers: []string{"Tx.SetAllocation", "Tx.SetStorageBaseline", "Tx.MarkPreparationStarting", "Tx.ClearPreparationStarting", "Tx.SetPreparationGroup", "Tx.RecordSafetyFinding"}, setup: func(e *env) func() error {
 			a := e.admit(e.newTask(""), words.KindReview)
 			at := e.clock.Now()
 			return e.inTx(func(tx *store.Tx) error {
@@ -391,28 +405,28 @@ func faultCases() []faultCase {
 				return nil
 			})
 		}},
-		{name: "create task", setup: func(e *env) func() error {
+		{name: "create task", covers: []string{"Tx.CreateTask"}, setup: func(e *env) func() error {
 			id := store.Identity{RepositoryID: "repo", TaskID: "new", PlanID: "plan"}
 			return e.inTx(func(tx *store.Tx) error {
 				return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "snap", Items: []string{"a", "b"}})
 			})
 		}},
-		{name: "set task status", setup: func(e *env) func() error {
+		{name: "set task status", covers: []string{"Tx.SetTaskStatus"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			return e.inTx(func(tx *store.Tx) error { return tx.SetTaskStatus(key, words.StatusNeedsApproval) })
 		}},
 
 		// What an attempt depends on.
-		{name: "import revision", setup: func(e *env) func() error {
+		{name: "import revision", covers: []string{"Tx.ApplySuggestion"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.ApplySuggestion(key, 1, []string{"a", "b", "c"}); return err })
 		}},
-		{name: "import plan", setup: func(e *env) func() error {
+		{name: "import plan", covers: []string{"Tx.ImportPlan"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			items := planItems(e.t, "a", "b", "c")
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.ImportPlan(key, 1, items); return err })
 		}},
-		{name: "snapshot, assignment, ledger", setup: func(e *env) func() error {
+		{name: "snapshot, assignment, ledger", covers: []string{"Tx.ChangeSnapshot", "Tx.Reassign", "Tx.RecordHistory"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			return e.inTx(func(tx *store.Tx) error {
 				if err := tx.ChangeSnapshot(key, "snap-2"); err != nil {
@@ -426,63 +440,63 @@ func faultCases() []faultCase {
 		}},
 
 		// Review actions, each inside a user action as the server runs them.
-		{name: "reject with feedback", setup: func(e *env) func() error {
+		{name: "reject with feedback", covers: []string{"Tx.RejectWithFeedback"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.userAction(key, "reject", func(tx *store.Tx, actionID string) error {
 				_, err := tx.RejectWithFeedback(key, actionID, 1, []store.NoteInput{{Item: &one, Text: "again"}, {Text: "whole plan"}})
 				return err
 			})
 		}},
-		{name: "change note", setup: func(e *env) func() error {
+		{name: "change note", covers: []string{"Tx.ChangeNote"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.userAction(key, "note", func(tx *store.Tx, actionID string) error {
 				_, err := tx.ChangeNote(key, actionID, 2, "a note")
 				return err
 			})
 		}},
-		{name: "assign a segment again", setup: func(e *env) func() error {
+		{name: "assign a segment again", covers: []string{"Tx.AssignSegment"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.userAction(key, "assign", func(tx *store.Tx, actionID string) error {
 				return tx.AssignSegment(key, actionID, "segment-1", two)
 			})
 		}},
-		{name: "accept a segment", setup: func(e *env) func() error {
+		{name: "accept a segment", covers: []string{"Tx.AcceptSegment"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.userAction(key, "accept", func(tx *store.Tx, actionID string) error {
 				return tx.AcceptSegment(key, actionID, "segment-2")
 			})
 		}},
-		{name: "accept a finding", setup: func(e *env) func() error {
+		{name: "accept a finding", covers: []string{"Tx.AcceptFinding"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.userAction(key, "finding", func(tx *store.Tx, actionID string) error {
 				return tx.AcceptFinding(key, actionID, "finding-1")
 			})
 		}},
-		{name: "accept an unseen finding", setup: func(e *env) func() error {
+		{name: "accept an unseen finding", covers: []string{"Tx.AcceptFinding"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.userAction(key, "finding", func(tx *store.Tx, actionID string) error {
 				return tx.AcceptFinding(key, actionID, "finding-2")
 			})
 		}},
-		{name: "guidance", setup: func(e *env) func() error {
+		{name: "guidance", covers: []string{"Tx.NeedsHumanGuidance"}, setup: func(e *env) func() error {
 			key := e.newTask(words.StatusNeedsHuman)
 			return e.userAction(key, "guidance", func(tx *store.Tx, actionID string) error {
 				_, err := tx.NeedsHumanGuidance(key, actionID, "try the other file")
 				return err
 			})
 		}},
-		{name: "add finding", setup: func(e *env) func() error {
+		{name: "add finding", covers: []string{"Tx.AddFinding"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.inTx(func(tx *store.Tx) error { return tx.AddFinding(key, "finding-2", "another problem") })
 		}},
-		{name: "cancel task, idle", setup: func(e *env) func() error {
+		{name: "cancel task, idle", covers: []string{"Tx.CancelTask"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.userAction(key, "cancel-task", func(tx *store.Tx, actionID string) error {
 				_, _, err := tx.CancelTask(key, actionID, true)
 				return err
 			})
 		}},
-		{name: "cancel task, attempt running", setup: func(e *env) func() error {
+		{name: "cancel task, attempt running", covers: []string{"Tx.CancelTask"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			e.running(key, words.KindReview)
 			return e.userAction(key, "cancel-task", func(tx *store.Tx, actionID string) error {
@@ -490,7 +504,7 @@ func faultCases() []faultCase {
 				return err
 			})
 		}},
-		{name: "clear a diagnostic ref", setup: func(e *env) func() error {
+		{name: "clear a diagnostic ref", covers: []string{"Tx.DiagnosticRefs", "Tx.ClearDiagnosticRef"}, setup: func(e *env) func() error {
 			a := e.running(e.newTask(""), words.KindExecute)
 			if err := e.finish(a.ID, store.Terminal{State: words.Failed, Diagnostic: "boom", DiagnosticRef: a.ID + ".diff"}); err != nil {
 				e.t.Fatal(err)
@@ -505,7 +519,7 @@ func faultCases() []faultCase {
 		}},
 
 		// Merges and rebases.
-		{name: "merge attempt", setup: func(e *env) func() error {
+		{name: "merge attempt", covers: []string{"Tx.BeginMergeAttempt", "Tx.SetMergeState", "Tx.FinishMergeMerged"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			id := faultIDs.UUID()
 			return e.inTx(func(tx *store.Tx) error {
@@ -518,13 +532,13 @@ func faultCases() []faultCase {
 				return tx.FinishMergeMerged(id)
 			})
 		}},
-		{name: "merge failed", setup: func(e *env) func() error {
+		{name: "merge failed", covers: []string{"Tx.SetMergeState"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			id := faultIDs.UUID()
 			e.update(func(tx *store.Tx) error { return tx.BeginMergeAttempt(key, id) })
 			return e.inTx(func(tx *store.Tx) error { return tx.SetMergeState(id, store.MergeFailed) })
 		}},
-		{name: "reconcile merged", setup: func(e *env) func() error {
+		{name: "reconcile merged", covers: []string{"Tx.ReconcileMerged"}, setup: func(e *env) func() error {
 			for i := 0; i < 2; i++ {
 				key := e.inReview()
 				id := faultIDs.UUID()
@@ -533,7 +547,7 @@ func faultCases() []faultCase {
 			}
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.ReconcileMerged(); return err })
 		}},
-		{name: "rebase marker", setup: func(e *env) func() error {
+		{name: "rebase marker", covers: []string{"Tx.SetRebaseInProgress", "Tx.RebasesInProgress", "Tx.AbortRebase"}, setup: func(e *env) func() error {
 			key := e.newTask("")
 			other := e.newTask("")
 			id := faultIDs.UUID()
@@ -551,11 +565,11 @@ func faultCases() []faultCase {
 		}},
 
 		// Plan runs.
-		{name: "approve", setup: func(e *env) func() error {
+		{name: "approve", covers: []string{"Tx.Approve"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.inTx(func(tx *store.Tx) error { _, err := tx.Approve(key, 1); return err })
 		}},
-		{name: "start", setup: func(e *env) func() error {
+		{name: "start", covers: []string{"Tx.CanStart", "Tx.StartPlan"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			e.approveAll(key)
 			sv, rv := e.task(key).StateVersion, e.reviewVersion(key)
@@ -567,7 +581,7 @@ func faultCases() []faultCase {
 				return err
 			})
 		}},
-		{name: "resume", setup: func(e *env) func() error {
+		{name: "resume", covers: []string{"Tx.CanResume", "Tx.ResumePlan"}, setup: func(e *env) func() error {
 			key := e.midRun()
 			sv, rv := e.task(key).StateVersion, e.reviewVersion(key)
 			return e.inTx(func(tx *store.Tx) error {
@@ -578,12 +592,12 @@ func faultCases() []faultCase {
 				return err
 			})
 		}},
-		{name: "next plan item", setup: func(e *env) func() error {
+		{name: "next plan item", covers: []string{"Tx.NextPlanItem"}, setup: func(e *env) func() error {
 			key := e.midRun()
 			rv := e.reviewVersion(key)
 			return e.inTx(func(tx *store.Tx) error { _, _, err := tx.NextPlanItem(key, rv); return err })
 		}},
-		{name: "plan run finished", setup: func(e *env) func() error {
+		{name: "plan run finished", covers: []string{"Tx.NextPlanItem"}, setup: func(e *env) func() error {
 			key := e.midRun()
 			e.executeItem(key, 2, words.Completed)
 			rv := e.reviewVersion(key)
@@ -591,7 +605,7 @@ func faultCases() []faultCase {
 		}},
 
 		// Recovery and the owner token.
-		{name: "recovery reads and requeue claim", setup: func(e *env) func() error {
+		{name: "recovery reads and requeue claim", covers: []string{"Tx.ActiveAttempts", "Tx.AllAttempts", "Tx.StartingPreparations", "Tx.PreparationGroups", "Tx.RequeueCandidates", "Tx.ClaimRequeue"}, setup: func(e *env) func() error {
 			e.interrupted()
 			e.interrupted()
 			a := e.running(e.newTask(""), words.KindReview)
@@ -614,16 +628,10 @@ func faultCases() []faultCase {
 				return nil
 			})
 		}},
-		{name: "runner owner token", setup: func(e *env) func() error {
-			e.update(func(tx *store.Tx) error { _, err := tx.RunnerOwnerToken(1, 2, nil); return err })
-			return e.inTx(func(tx *store.Tx) error {
-				_, err := tx.RunnerOwnerToken(1, 3, func() string { return "0123456789abcdef0123456789abcdef" })
-				return err
-			})
-		}},
+		ownerTokenCase("RunnerOwnerToken", (*store.Tx).RunnerOwnerToken),
 
 		// Readers.
-		{name: "review readers", setup: func(e *env) func() error {
+		{name: "review readers", covers: []string{"Tx.Plan", "Tx.PlanItems", "Tx.Notes", "Tx.Choices", "Tx.Findings", "Tx.History", "Tx.EventCount", "Tx.UserActionCount"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			e.update(func(tx *store.Tx) error { return tx.RecordHistory(key, "", "abc123") })
 			return e.inView(func(tx *store.Tx) error {
@@ -644,7 +652,7 @@ func faultCases() []faultCase {
 				return nil
 			})
 		}},
-		{name: "attempt readers", setup: func(e *env) func() error {
+		{name: "attempt readers", covers: []string{"Store.Task", "Store.Attempt", "Store.Attempts", "Store.PresentContext"}, setup: func(e *env) func() error {
 			key, a := e.failedReview()
 			return func() error {
 				for _, read := range []func() error{
@@ -660,12 +668,12 @@ func faultCases() []faultCase {
 				return nil
 			}
 		}},
-		{name: "feedback events", setup: func(e *env) func() error {
+		{name: "feedback events", covers: []string{"Store.FeedbackEvents"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			e.update(func(tx *store.Tx) error { _, _, err := tx.CancelTask(key, faultIDs.UUID(), true); return err })
 			parts := strings.Split(key, "/")
 			id := store.Identity{RepositoryID: parts[0], TaskID: parts[1], PlanID: parts[2]}
 			return func() error { _, err := e.s.FeedbackEvents(id); return err }
 		}},
-	}
+	}, moreFaultCases()...)
 }
