@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,11 @@ var ErrShuttingDown = errors.New("the review server is shutting down")
 // DSN is the modernc.org/sqlite data source name the Store opens path with:
 // WAL, foreign keys, a busy timeout, and IMMEDIATE write transactions.
 // Benchmarks use it too, so that their raw baseline runs on the same pragmas.
+//
+// The DSN is an SQLite URI (the driver opens a "file:" name with
+// SQLITE_OPEN_URI), whose path SQLite percent-decodes and ends at "?" or
+// "#": the path's "%", "?" and "#" are escaped, or a directory named "a#b"
+// would open the file "a" with none of the pragmas.
 func DSN(path string) string {
 	q := url.Values{}
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -54,8 +60,10 @@ func DSN(path string) string {
 	q.Add("_pragma", "busy_timeout(5000)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Set("_txlock", "immediate")
-	return "file:" + path + "?" + q.Encode()
+	return "file:" + uriPath.Replace(path) + "?" + q.Encode()
 }
+
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23")
 
 // Open opens (creating if needed) the database at path and migrates it.
 func Open(path string, opt Options) (*Store, error) {
