@@ -170,3 +170,11 @@ func runBounded(t *testing.T, opt app.Options) (logs string, err error) {
 	}
 	return out.String(), err
 }
+
+// TestNewNeedsADatabase: "DB is required" (Options): an App without a
+// database path is refused before it takes any lock or opens anything.
+func TestNewNeedsADatabase(t *testing.T) {
+	if a, err := app.New(app.Options{Check: true}); err == nil || a != nil || !strings.Contains(err.Error(), "the database path is required") {
+		t.Fatalf("New without a DB: %v, %v", a, err)
+	}
+}
