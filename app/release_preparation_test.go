@@ -126,6 +126,21 @@ func TestReleasePreparationRefusesUnlessProvenQuiet(t *testing.T) {
 			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 			return id, adir
 		}, nil, "still has a file open or its working directory in"},
+		{"a process has a file open in it", func(t *testing.T, db, dir, token string) (string, string) {
+			id, adir := startingPreparation(t, db, dir, token, true, 0)
+			f, err := os.Open(filepath.Join(adir, "partial"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cmd := exec.Command("sleep", "60") // its working directory is the test's, outside
+			cmd.Stdin = f
+			if err := cmd.Start(); err != nil {
+				t.Skip("no sleep here: ", err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			return id, adir
+		}, nil, "still has a file open or its working directory in"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := os.Stat("/proc/self/fd"); err != nil {

@@ -178,3 +178,42 @@ func TestNewNeedsADatabase(t *testing.T) {
 		t.Fatalf("New without a DB: %v, %v", a, err)
 	}
 }
+
+// TestALaneThatCannotOpenIsClosedAndStartupGoesOn: Ask's and live
+// planning's startup failures are not startup's: "A failure is logged and
+// leaves questions closed; the server runs on", and a live planning that
+// cannot be built is logged ("live planning is off") and plans nothing.
+// Each lane's owner token is refused like the runner's when the stored one
+// is not 32 lowercase hex characters, and the log says which.
+func TestALaneThatCannotOpenIsClosedAndStartupGoesOn(t *testing.T) {
+	for _, c := range []struct {
+		key        string
+		want, lost string // in the log; lost: the lane's startup line that must not appear
+	}{
+		{"ask_owner_token", "questions are closed: Ask's owner token", "ask: recovery done; open"},
+		{"planning_owner_token", "live planning is off", "suggest: startup: failed"},
+	} {
+		t.Run(c.key, func(t *testing.T) {
+			_, db, _ := firstStart(t)
+			gh := httptest.NewServer(http.NotFoundHandler())
+			defer gh.Close()
+			t.Setenv("CODEBOOST_LANE_TOKEN", "t0ken")
+			opt := app.Options{DB: db, Check: true,
+				Runner: app.RunnerConfig{Agent: app.AgentConfig{Image: "codeboost-agent:test"}},
+				GitHub: &app.GitHubConfig{APIURL: gh.URL, TokenEnv: "CODEBOOST_LANE_TOKEN"},
+				Engine: func(context.Context, app.EngineOptions) (app.Engine, error) { return &quietEngine{}, nil }}
+			if logs, _, err := runApp(t, opt); err != nil || strings.Contains(logs, c.want) {
+				t.Fatalf("a start with every token good: %v\n%s", err, logs) // and it stores the lane's token
+			}
+			rawExec(t, db, `UPDATE app_settings SET value = 'NOT-A-TOKEN' WHERE key = '`+c.key+`'`)
+			logs, _, err := runApp(t, opt)
+			if err != nil {
+				t.Fatalf("a lane's failure stopped startup: %v\n%s", err, logs)
+			}
+			if !strings.Contains(logs, c.want) || !strings.Contains(logs, "NOT-A-TOKEN") || strings.Contains(logs, c.lost) ||
+				!strings.Contains(logs, "serving "+db) {
+				t.Errorf("want %q with the refused token, no %q, and serving:\n%s", c.want, c.lost, logs)
+			}
+		})
+	}
+}
