@@ -110,6 +110,17 @@ func TestEveryStartupStepFailureStopsStartup(t *testing.T) {
 			rawExec(t, db, `UPDATE app_settings SET value = '../../etc' WHERE key = 'runner_owner_token'`)
 			return app.Options{DB: db, Check: true}
 		}, store.ErrBadOwnerToken.Error(), false},
+		{"the runner root is not absolute", func(t *testing.T, dir, db string) app.Options {
+			wd, err := os.Getwd()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, err := filepath.Rel(wd, filepath.Join(dir, "root"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return app.Options{DB: db, Check: true, Root: rel}
+		}, "must be an absolute path", false},
 		{"the github token is not set", func(t *testing.T, dir, db string) app.Options {
 			os.Unsetenv("CODEBOOST_UNSET_TOKEN")
 			return app.Options{DB: db, Check: true, GitHub: &app.GitHubConfig{APIURL: "http://127.0.0.1:9", TokenEnv: "CODEBOOST_UNSET_TOKEN"}}

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/codeboost/codeboost/store"
 )
 
 // The guards every route shares, walked over the whole route list at once:
@@ -257,5 +259,23 @@ func TestEveryRouteAnswersAValidRequestOnce(t *testing.T) {
 		default:
 			t.Errorf("%s: %d %s", g, rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestPlanRequestsOfATaskWithNoPlanAreNone: GET /api/plan/requests for a
+// configured task the Store has no plan for yet is "no plan yet: no
+// request either", an empty 200, not a storage error.
+func TestPlanRequestsOfATaskWithNoPlanAreNone(t *testing.T) {
+	f := newFixture(t, 1)
+	srv, err := New(Options{Runner: f.w.Runner, Store: f.w.Store, Clock: f.w.Clock, Planning: f.w.Suggest,
+		Tasks: []Task{{Name: "fresh", Identity: store.Identity{RepositoryID: "repo", TaskID: "t-new", PlanID: "plan"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	rec := f.send("GET", "/api/plan/requests?task=fresh", nil, false)
+	var r PlanRequestsReply
+	if err := json.Unmarshal(rec.Body.Bytes(), &r); rec.Code != 200 || err != nil || r.Revision != 0 || len(r.Requests) != 0 || r.Requests == nil {
+		t.Fatalf("no plan yet: %d %s", rec.Code, rec.Body)
 	}
 }
