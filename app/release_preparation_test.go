@@ -185,3 +185,32 @@ func TestReleasePreparationRefusesUnlessProvenQuiet(t *testing.T) {
 		}
 	})
 }
+
+// TestStartupSaysWhenAdmissionStaysClosed: recovery step 7 keeps an
+// unidentified preparation for a person, and startup tells them what to
+// run ("unknown preparation …: stop its processes, then run codeboost
+// serve --db … --release-preparation ID") and that "admission stays closed
+// until the above is handled"; a start that left nothing for a person
+// says no such thing. After the release the next start opens admission.
+func TestStartupSaysWhenAdmissionStaysClosed(t *testing.T) {
+	dir, db, token := firstStart(t)
+	const closed = "admission stays closed until the above is handled"
+	if logs, err := check(t, db); err != nil || strings.Contains(logs, closed) {
+		t.Fatalf("a start with nothing left for a person: %v\n%s", err, logs)
+	}
+	id, _ := startingPreparation(t, db, dir, token, true, 0)
+	logs, err := check(t, db)
+	if err != nil {
+		t.Fatalf("check: %v\n%s", err, logs)
+	}
+	if !strings.Contains(logs, "unknown preparation "+id) || !strings.Contains(logs, "--release-preparation "+id) ||
+		!strings.Contains(logs, closed) || strings.Contains(logs, "recovery: done; runner open") {
+		t.Fatalf("the log does not tell a person what to do:\n%s", logs)
+	}
+	if logs, _, err := runApp(t, app.Options{DB: db, ReleasePreparation: id}); err != nil {
+		t.Fatalf("release: %v\n%s", err, logs)
+	}
+	if logs, err := check(t, db); err != nil || strings.Contains(logs, closed) || !strings.Contains(logs, "recovery: done; runner open") {
+		t.Fatalf("after the release: %v\n%s", err, logs)
+	}
+}
