@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -277,5 +278,40 @@ func TestPlanRequestsOfATaskWithNoPlanAreNone(t *testing.T) {
 	var r PlanRequestsReply
 	if err := json.Unmarshal(rec.Body.Bytes(), &r); rec.Code != 200 || err != nil || r.Revision != 0 || len(r.Requests) != 0 || r.Requests == nil {
 		t.Fatalf("no plan yet: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestReviewLoadOfAFullViewNeverHidesAFailedRead: the review load is
+// "never a partial view" also when every part of the view has something
+// to lose: with an approval a later choice made stale and a saved choice,
+// whichever of the load's statements fails, the answer is 500
+// storage-error or the whole view, never the view without them.
+func TestReviewLoadOfAFullViewNeverHidesAFailedRead(t *testing.T) {
+	f := newFixture(t, 2)
+	if err := f.w.Store.Update(func(tx *store.Tx) error {
+		if _, err := tx.Approve(f.key, 1); err != nil {
+			return err
+		}
+		return tx.AcceptSegment(f.key, f.actionID(), "segment-1")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	base := f.send("GET", "/api/review?task=demo", nil, false)
+	var view ReviewReply
+	if err := json.Unmarshal(base.Body.Bytes(), &view); err != nil || base.Code != 200 || len(view.Choices) == 0 || !view.Items[0].StaleApproval {
+		t.Fatalf("the base view has no stale approval or no choice: %v %d %s", err, base.Code, base.Body)
+	}
+	for k := 0; k < 40; k++ {
+		if err := f.w.FP.Enable("store/statement", fmt.Sprintf("%d*off->1*return", k)); err != nil {
+			t.Fatal(err)
+		}
+		rec := f.send("GET", "/api/review?task=demo", nil, false)
+		f.w.FP.Disable("store/statement")
+		if rec.Code == 500 && strings.Contains(rec.Body.String(), codeStorage) {
+			continue
+		}
+		if rec.Code != 200 || rec.Body.String() != base.Body.String() {
+			t.Errorf("statement %d failing: %d %s, want 500 %s or the whole view %s", k+1, rec.Code, rec.Body, codeStorage, base.Body)
+		}
 	}
 }
