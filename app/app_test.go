@@ -151,6 +151,20 @@ func TestRunFailedRecoveryReleasesTheLock(t *testing.T) {
 // root. It returns the attempt, its plan key and the attempts directory.
 func leaveCrashedAttempt(t *testing.T, db, dir, token string) (store.Attempt, string, string) {
 	t.Helper()
+	attempt, key := leaveExecuteAttempt(t, db, func(tx *store.Tx, a store.Attempt) error { return tx.MarkRunning(a.ID) })
+	attempts := filepath.Join(dir, "codeboost-runner", token, "attempts")
+	if err := os.MkdirAll(filepath.Join(attempts, attempt.ID), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return attempt, key, attempts
+}
+
+// leaveExecuteAttempt creates, in the database at db, a task with one plan
+// item and admits an execute attempt of it; then, in the same transaction,
+// writes what the caller's crash left. It returns the attempt and the task's
+// plan key.
+func leaveExecuteAttempt(t *testing.T, db string, then func(tx *store.Tx, a store.Attempt) error) (store.Attempt, string) {
+	t.Helper()
 	st, err := store.Open(db, store.Options{Now: time.Now, IDs: ids.Random{}})
 	if err != nil {
 		t.Fatal(err)
@@ -167,16 +181,12 @@ func leaveCrashedAttempt(t *testing.T, db, dir, token string) (store.Attempt, st
 			AttemptTimeout: time.Hour, Budget: 2 * time.Hour}); err != nil {
 			return err
 		}
-		return tx.MarkRunning(attempt.ID)
+		return then(tx, attempt)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	attempts := filepath.Join(dir, "codeboost-runner", token, "attempts")
-	if err := os.MkdirAll(filepath.Join(attempts, attempt.ID), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return attempt, id.Key(), attempts
+	return attempt, id.Key()
 }
 
 // TestRunFinalizationFailsThenRetries is R066 with the real lock: a storage

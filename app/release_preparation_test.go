@@ -11,7 +11,6 @@ import (
 	"github.com/codeboost/codeboost/app"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
-	"github.com/codeboost/codeboost/words"
 )
 
 // startingPreparation leaves what recovery step 7 reports: an attempt
@@ -20,34 +19,17 @@ import (
 // returns the attempt ID and the directory.
 func startingPreparation(t *testing.T, db, dir, token string, mark bool, pgid int) (string, string) {
 	t.Helper()
-	st, err := store.Open(db, store.Options{Now: time.Now, IDs: ids.Random{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
-	var attempt store.Attempt
-	if err := st.Update(func(tx *store.Tx) error {
-		if err := tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one"}}); err != nil {
-			return err
-		}
-		item := 1
-		if attempt, err = tx.Admit(store.AdmitRequest{PlanKey: id.Key(), Kind: words.KindExecute, Item: &item,
-			AttemptTimeout: time.Hour, Budget: 2 * time.Hour}); err != nil {
-			return err
-		}
+	attempt, _ := leaveExecuteAttempt(t, db, func(tx *store.Tx, a store.Attempt) error {
 		if mark {
-			if err := tx.MarkPreparationStarting(attempt.ID, time.Now()); err != nil {
+			if err := tx.MarkPreparationStarting(a.ID, time.Now()); err != nil {
 				return err
 			}
 		}
 		if pgid != 0 {
-			return tx.SetPreparationGroup(attempt.ID, pgid, time.Now(), "identity")
+			return tx.SetPreparationGroup(a.ID, pgid, time.Now(), "identity")
 		}
 		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	adir := filepath.Join(dir, "codeboost-runner", token, "attempts", attempt.ID)
 	if err := os.MkdirAll(adir, 0o700); err != nil {
 		t.Fatal(err)
