@@ -93,6 +93,7 @@ type Server struct {
 	httpSrv  *http.Server          // nil when the handler is called in-process
 	served   chan struct{}         // closed when Serve returns
 	shut     chan struct{}         // closed when step 3's http.Server.Shutdown returns; nil before step 3
+	unlisten chan struct{}         // closed once Shutdown has closed the listeners
 }
 
 // New checks the options and builds the server.
@@ -142,7 +143,12 @@ func (s *Server) Serve(l net.Listener) error {
 		s.mu.Unlock()
 		return nil
 	}
-	s.httpSrv, s.served = srv, make(chan struct{})
+	s.httpSrv, s.served, s.unlisten = srv, make(chan struct{}), make(chan struct{})
+	// Shutdown starts its OnShutdown functions only after it closed the
+	// listeners: AbortRequests waits for this one, so that step 3 has
+	// stopped accepting connections when it returns.
+	unlisten := s.unlisten
+	srv.RegisterOnShutdown(func() { close(unlisten) })
 	s.mu.Unlock()
 	defer close(s.served)
 	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
@@ -270,7 +276,7 @@ func (s *Server) AbortRequests() {
 	for r := range s.active {
 		reqs = append(reqs, r)
 	}
-	srv := s.httpSrv
+	srv, unlisten := s.httpSrv, s.unlisten
 	var shut chan struct{}
 	if srv != nil && s.shut == nil {
 		shut = make(chan struct{})
@@ -285,6 +291,7 @@ func (s *Server) AbortRequests() {
 			defer close(shut)
 			srv.Shutdown(context.Background()) //nolint:errcheck // its only error is the context's, never cancelled
 		}()
+		<-unlisten
 	}
 	for _, r := range reqs {
 		r.cancel()
