@@ -6,6 +6,7 @@ package store_test
 // budget, the requeue claim and the attempt ID's shape.
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -383,5 +384,47 @@ func TestAdmitAllocationID(t *testing.T) {
 	}
 	if got := e.attempt(a.ID).AllocationID; got != actionA {
 		t.Errorf("allocation ID %q, want %q", got, actionA)
+	}
+}
+
+// TestAdmitRefusalNamesThePendingRequeue: "While it is set, retry and every
+// other admission for that task are refused ... Exactly one path clears
+// it, by an atomic compare-and-swap from true to false in the same
+// transaction that admits the next attempt: I3's requeue, or ... the
+// user's explicit 'Resume' action." Both sides of that compare-and-swap
+// refuse with requeue-pending, so the refusal's message (Refusal.Message
+// is "for people") is what tells them apart: an unclaimed admission while
+// recovery listed the task says so and points at resume; a claim with
+// nothing pending says there is nothing to claim. Telling the user "no
+// requeue is pending" when one is would send them away from the one
+// action that continues the task.
+func TestAdmitRefusalNamesThePendingRequeue(t *testing.T) {
+	e := newEnv(t)
+	for _, c := range []struct {
+		name          string
+		pending       bool
+		claim         bool
+		want, notWant string
+	}{
+		{"unclaimed admission while a requeue is pending", true, false, "resume it instead", "no requeue is pending"},
+		{"claim with no requeue pending", false, true, "no requeue is pending", "resume it instead"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key := e.newTask(words.StatusRunning)
+			if c.pending {
+				e.rawExec(`UPDATE tasks SET requeue_pending = 1 WHERE plan_key = ?`, key)
+			}
+			r := e.admitReq(key, words.KindReview)
+			r.ClaimRequeue = c.claim
+			e.wantAdmitRefused(r, store.CodeRequeuePending)
+			_, err := e.s.Admit(r)
+			ref := wantRefusal(t, err, store.CodeRequeuePending)
+			if !strings.Contains(ref.Message, c.want) || strings.Contains(ref.Message, c.notWant) {
+				t.Fatalf("refusal %q, want one that says %q", ref.Message, c.want)
+			}
+			if got := e.task(key).RequeuePending; got != c.pending {
+				t.Fatalf("requeue_pending = %v after a refused admission, want %v", got, c.pending)
+			}
+		})
 	}
 }

@@ -200,3 +200,65 @@ func TestRebaseMarkerCompareAndSwap(t *testing.T) {
 		t.Fatal("the rebase marker moved the context generation")
 	}
 }
+
+// TestEndMergeRefusesAnEndedAttempt: SetMergeState (and EndMerge) records
+// "the terminal removed or failed (from submitting or queued)": an attempt
+// already merged, removed or failed is refused as illegal, and its row
+// (state, reason, requires_fresh_review) and the task stay as they were.
+// A merged attempt turned removed would also demand a fresh review of a
+// task that is closed, and "a closed status never changes again".
+func TestEndMergeRefusesAnEndedAttempt(t *testing.T) {
+	e := newEnv(t)
+	for _, from := range []string{store.MergeMerged, store.MergeRemoved, store.MergeFailed} {
+		for _, to := range []string{store.MergeRemoved, store.MergeFailed} {
+			t.Run(from+" to "+to, func(t *testing.T) {
+				key := e.newTask(words.StatusInReview)
+				id := e.beginMerge(key)
+				if from == store.MergeMerged {
+					e.update(func(tx *store.Tx) error { return tx.FinishMergeMerged(id) })
+				} else {
+					e.update(func(tx *store.Tx) error { return tx.EndMerge(id, from, "the first end") })
+				}
+				row := func() string {
+					return e.rawString(`SELECT state || '|' || COALESCE(reason, '') || '|' || requires_fresh_review FROM merge_attempts WHERE id = ?`, id)
+				}
+				before, status, events := row(), e.task(key).Status, e.closedEvents(key)
+				err := e.s.Update(func(tx *store.Tx) error { return tx.EndMerge(id, to, "a second end") })
+				wantRefusal(t, err, store.CodeIllegal)
+				if after := row(); after != before {
+					t.Fatalf("refused end changed the merge attempt: %q → %q", before, after)
+				}
+				if e.task(key).Status != status || e.closedEvents(key) != events {
+					t.Fatalf("refused end changed the task: status %q → %q, task-closed %d → %d",
+						status, e.task(key).Status, events, e.closedEvents(key))
+				}
+			})
+		}
+	}
+}
+
+// TestFinishMergeMergedKeepsACancelledTask: "Closed means merged or
+// cancelled ...; a closed status never changes again", and "a closed task
+// can never change to merged". A task that is cancelled while its merge
+// attempt is still queued (cancel task refuses that, so only another build
+// or a hand edit leaves it) refuses the confirmation as task-closed, and
+// nothing moves: the attempt stays queued, the task cancelled, no second
+// task-closed event.
+func TestFinishMergeMergedKeepsACancelledTask(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask(words.StatusInReview)
+	id := e.beginMerge(key)
+	e.update(func(tx *store.Tx) error { return tx.SetMergeState(id, store.MergeQueued) })
+	e.rawExec(`UPDATE tasks SET status = ? WHERE plan_key = ?`, words.StatusCancelled, key)
+	err := e.s.Update(func(tx *store.Tx) error { return tx.FinishMergeMerged(id) })
+	wantRefusal(t, err, store.CodeTaskClosed)
+	if st := e.rawString(`SELECT state FROM merge_attempts WHERE id = ?`, id); st != store.MergeQueued {
+		t.Fatalf("merge attempt is %q after a refused confirmation, want queued", st)
+	}
+	if got := e.task(key).Status; got != words.StatusCancelled {
+		t.Fatalf("cancelled task became %q", got)
+	}
+	if n := e.closedEvents(key); n != 0 {
+		t.Fatalf("refused confirmation wrote %d task-closed events", n)
+	}
+}

@@ -321,3 +321,65 @@ func TestAdmitRefusesAnAttemptIDThatIsNotAUUID(t *testing.T) {
 		t.Fatalf("attempts after the refused admission: %v %v", as, err)
 	}
 }
+
+// TestUnreadableCheckpointIsAnError: LatestCheckpoint is "what GET
+// /api/runner shows, read from rows alone"; a checkpoint whose scope paths
+// are not JSON (a database another build or a failing disk wrote) is read
+// as that error, never as a checkpoint with no scope paths (the scope the
+// continuation approval covers would silently be empty), and never as a
+// refusal (TestUnreadableRowIsAnError's rule).
+func TestUnreadableCheckpointIsAnError(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask("")
+	a := e.running(key, words.KindReview)
+	e.rawExec(`INSERT INTO checkpoints (attempt_id, plan_key, revision, item, commit_sha, scope_paths, leaves, created_at)
+		VALUES (?, ?, 1, 1, 'c1', 'not JSON', NULL, 0)`, a.ID, key)
+	var ok bool
+	err := e.s.View(func(tx *store.Tx) (err error) { _, ok, err = tx.LatestCheckpoint(key); return err })
+	if err == nil {
+		t.Fatalf("an unreadable checkpoint was read without an error (found %v)", ok)
+	}
+	if code := store.RefusalCode(err); code != "" {
+		t.Fatalf("an unreadable checkpoint came back as the refusal %q (%v)", code, err)
+	}
+}
+
+// TestUnreadableRequestStopsTheMove: invalidatePlanRequests runs "in the
+// transaction that moves the plan's revision or snapshot"; a pending
+// request whose binding cannot be read back cannot be judged current or
+// stale, so the move fails with that error (not a refusal) and rolls back:
+// the plan keeps its revision and snapshot and the request row is as it
+// was, never invalidated with a cause built from a zero binding.
+func TestUnreadableRequestStopsTheMove(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		move func(tx *store.Tx, key string) error
+	}{
+		{"snapshot change", func(tx *store.Tx, key string) error { return tx.ChangeSnapshot(key, "snap-2") }},
+		{"import", func(tx *store.Tx, key string) error {
+			_, err := tx.ImportPlan(key, 1, []store.ItemInput{{Title: "only", Spec: []byte(`{"title":"only"}`)}})
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			key := e.newTask("")
+			r := e.begin(key, store.ModeSuggestion)
+			e.rawExec(`UPDATE plan_requests SET revision = 'first' WHERE id = ?`, r.ID)
+			before := e.plan(key)
+			err := e.s.Update(func(tx *store.Tx) error { return c.move(tx, key) })
+			if err == nil {
+				t.Fatal("the plan moved over a request it could not read")
+			}
+			if code := store.RefusalCode(err); code != "" {
+				t.Fatalf("an unreadable request came back as the refusal %q (%v)", code, err)
+			}
+			if p := e.plan(key); p.Revision != before.Revision || p.SnapshotID != before.SnapshotID {
+				t.Fatalf("plan moved to revision %d on %s despite the error", p.Revision, p.SnapshotID)
+			}
+			if st := e.rawString(`SELECT state || '|' || COALESCE(cause, '') FROM plan_requests WHERE id = ?`, r.ID); st != store.RequestPending+"|" {
+				t.Fatalf("unreadable request became %q", st)
+			}
+		})
+	}
+}
