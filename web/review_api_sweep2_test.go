@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -53,6 +54,14 @@ func TestReviewLoadNeverHidesAFailedRead(t *testing.T) {
 	if base.Code != 200 || !strings.Contains(base.Body.String(), "keep the nil check") || !strings.Contains(base.Body.String(), "item 2") {
 		t.Fatalf("review load: %d %s", base.Code, base.Body)
 	}
+	reviewLoadIsWholeOr500(t, f, base)
+}
+
+// reviewLoadIsWholeOr500 fails each of the review load's first 40
+// statements in turn: each load answers 500 storage-error or exactly the
+// unfaulted view base, never a partial one.
+func reviewLoadIsWholeOr500(t *testing.T, f *fixture, base *httptest.ResponseRecorder) {
+	t.Helper()
 	for k := 0; k < 40; k++ {
 		if err := f.w.FP.Enable("store/statement", fmt.Sprintf("%d*off->1*return", k)); err != nil {
 			t.Fatal(err)
