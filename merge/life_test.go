@@ -107,17 +107,7 @@ func newFlight(t *testing.T, o flightOpts) *flight {
 	f.host = &gh{GitHub: sim.NewGitHub(func(line string) { f.trace = append(f.trace, line) })}
 	yes := true
 	f.host.SetPullRequest("o/r", codehost.PullRequest{Number: 1, State: "open", HeadSHA: "abc", Mergeable: &yes})
-	id := store.Identity{RepositoryID: "repo", TaskID: "t1", PlanID: "plan"}
-	f.key = id.Key()
-	if err := st.Update(func(tx *store.Tx) error {
-		if err := tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one"}, Status: words.StatusInReview}); err != nil {
-			return err
-		}
-		_, err := tx.Approve(f.key, 1)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	f.key = approvedTaskInReview(t, st)
 	cfg := merge.Config{Store: st, Capability: st.ShutdownCapability(), Host: f.host, Loop: f.loop, IDs: ids.NewSeeded(8),
 		PullRequest: func(string) (string, int, bool) { return "o/r", 1, true }, Failpoints: f.fp,
 		Trace: func(line string) { f.trace = append(f.trace, line) }}

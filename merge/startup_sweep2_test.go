@@ -49,6 +49,13 @@ func sweep2Setup(t *testing.T, host codehost.Host) (*merge.Coordinator, *store.S
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, st, loop, approvedTaskInReview(t, st)
+}
+
+// approvedTaskInReview creates task t1, in review with its one item
+// approved: a task a merge click is admitted for. It returns its key.
+func approvedTaskInReview(t *testing.T, st *store.Store) string {
+	t.Helper()
 	id := store.Identity{RepositoryID: "repo", TaskID: "t1", PlanID: "plan"}
 	key := id.Key()
 	if err := st.Update(func(tx *store.Tx) error {
@@ -60,7 +67,7 @@ func sweep2Setup(t *testing.T, host codehost.Host) (*merge.Coordinator, *store.S
 	}); err != nil {
 		t.Fatal(err)
 	}
-	return c, st, loop, key
+	return key
 }
 
 // TestMergeWhoseLoopHasStopped: a merge click read GitHub, but the loop
