@@ -200,3 +200,46 @@ func TestOpenCompletesAnEarlierV6Schema(t *testing.T) {
 		t.Errorf("attempts_active index: %d", n)
 	}
 }
+
+// TestOpenNewDatabaseWhoseWriteLockIsHeld: another process holds the write
+// lock of a new (version 0) database past the busy timeout, so creating
+// the schema cannot begin. Open returns that error, and the file stays a
+// version-0 database with no table, for a later Open to create.
+func TestOpenNewDatabaseWhoseWriteLockIsHeld(t *testing.T) {
+	t.Parallel() // it waits out the busy timeout (5 s)
+	path := filepath.Join(t.TempDir(), "codeboost.db")
+	raw, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	if _, err := raw.Exec(`PRAGMA journal_mode = WAL`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := raw.Exec(`BEGIN IMMEDIATE`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.Open(path, store.Options{Now: newClock().Now, IDs: ids.NewSeeded(1)})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open created the schema under another process's write lock")
+	}
+	if !strings.Contains(err.Error(), "locked") && !strings.Contains(err.Error(), "busy") {
+		t.Errorf("Open: %v, want the busy database's error", err)
+	}
+	if _, err := raw.Exec(`ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	var version, tables int
+	raw.QueryRow(`PRAGMA user_version`).Scan(&version)
+	raw.QueryRow(`SELECT COUNT(*) FROM sqlite_master`).Scan(&tables)
+	if version != 0 || tables != 0 {
+		t.Fatalf("a failed Open left version %d and %d tables", version, tables)
+	}
+	s, err = store.Open(path, store.Options{Now: newClock().Now, IDs: ids.NewSeeded(1)})
+	if err != nil {
+		t.Fatalf("Open once the lock is released: %v", err)
+	}
+	s.Close()
+}

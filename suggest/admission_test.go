@@ -56,6 +56,17 @@ func TestShutdownAdmission(t *testing.T) {
 		w.want(id, words.Failed, store.RequestFailed, suggest.ServerStopped)
 		<-done
 	})
+	t.Run("with no provider", func(t *testing.T) {
+		// Closing is asked first: a server without a planning agent that
+		// is shutting down says so, not that planning is unavailable.
+		w := newWorld(t, noProvider)
+		done := w.c.Close()
+		if _, err := w.tryStart(w.key, store.ModeSuggestion); !errors.Is(err, suggest.ErrClosing) {
+			t.Fatalf("Start while closing, with no provider: %v; want ErrClosing", err)
+		}
+		w.loop.Drain()
+		<-done
+	})
 	t.Run("a start queued before Close", func(t *testing.T) {
 		w := newWorld(t)
 		req := w.request(w.key, store.ModeSuggestion)

@@ -238,3 +238,27 @@ func TestUnsavedSettlementHoldsThePlan(t *testing.T) {
 	default:
 	}
 }
+
+// TestRefusedPublicationWhoseRereadFails: another process cancelled the
+// request, so the publication CAS refuses and "the durable row decides";
+// when that row cannot be read, the outcome is unknown: it is not saved,
+// and nothing is classified from a row that was never read.
+func TestRefusedPublicationWhoseRereadFails(t *testing.T) {
+	w := newWorld(t)
+	id, h := w.start(w.key, store.ModeSuggestion)
+	if err := otherProcess(w).Update(func(tx *store.Tx) error { _, err := tx.CancelPlanRequest(id); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.fp.Enable("store/view", "1*return"); err != nil {
+		t.Fatal(err)
+	}
+	w.reply(h, cards)
+	w.fp.Disable("store/view")
+	r := w.result(id)
+	if r.State != "" || r.Reason != "Needs restart: result could not be saved" || !strings.Contains(r.Diagnostic, "store/view") {
+		t.Fatalf("outcome %+v; want the result not saved, with the failed read", r)
+	}
+	if row := w.row(id); row.State != store.RequestCancelled || row.Reply != nil {
+		t.Fatalf("row %+v; the other process's cancellation must stand", row)
+	}
+}

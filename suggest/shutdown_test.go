@@ -200,3 +200,24 @@ func TestTraceRepeats(t *testing.T) {
 		t.Fatalf("traces differ:\n%s\n---\n%s", strings.Join(first, "\n"), strings.Join(second, "\n"))
 	}
 }
+
+// TestFailLeftoversWhoseEventNeverRan: a caller that gives up before the
+// loop runs the step gets the loop's error, not a count of nothing, and
+// the leftover stays pending for the step to fail when it does run.
+func TestFailLeftoversWhoseEventNeverRan(t *testing.T) {
+	w := newWorld(t)
+	left, _ := w.start(w.key, store.ModeSuggestion)
+	w.crash()
+	w.boot()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if n, err := w.c.FailLeftovers(ctx); !errors.Is(err, context.Canceled) || n != 0 {
+		t.Fatalf("FailLeftovers with a cancelled context: %d, %v; want context.Canceled", n, err)
+	}
+	if row := w.row(left); row.State != store.RequestPending {
+		t.Fatalf("leftover %s after a step that never ran", row.State)
+	}
+	if n, err := w.c.FailLeftovers(context.Background()); err != nil || n != 1 {
+		t.Fatalf("FailLeftovers: %d, %v", n, err)
+	}
+}

@@ -245,3 +245,30 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+// TestServeAfterShutdownReturnsAtOnce: a shutdown can end before the
+// goroutine that serves got to run (a signal right after startup). Serve
+// then returns nil without serving: started after Close, it would hold
+// the listener and a goroutine that no step ends.
+func TestServeAfterShutdownReturnsAtOnce(t *testing.T) {
+	f := newServedFixture(t)
+	f.srv.SetStopping()
+	f.srv.AbortRequests()
+	f.srv.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	served := make(chan error, 1)
+	go func() { served <- f.srv.Serve(l) }()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve after shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		l.Close() // ends the Serve that should not have started
+		t.Fatal("Serve after shutdown served instead of returning")
+	}
+}
