@@ -33,6 +33,12 @@
 //     conversion, a send, a write through a field, index or pointer, or an
 //     assignment to a variable the other statement mentions), and neither
 //     mentions a name the other declares with := (so the swap compiles).
+//     A swap that moves a step across a call of Lock, Unlock, RLock or
+//     RUnlock (Mutant.Race) leaves a step unguarded: the plain test binary
+//     runs the same steps in the same order and cannot see it, so a
+//     survivor of the plain pass runs again built with -race, and a data
+//     race the detector reports kills it (any other failure of that slower
+//     build is noted, not counted).
 //   - ignore-error: an error check never fires: `if err != nil {` →
 //     `if err != nil && false {`, where the checked value is named err, or
 //     ends in err or Err.

@@ -42,6 +42,12 @@ type Mutant struct {
 	// (coverage.go).
 	Body [2]int
 	Edit mutant.Edit
+	// Race marks a swap-steps mutant that moves a step across a Lock or
+	// Unlock call: what it breaks is the lock's ordering, so a step now
+	// runs unguarded, and a test binary built without -race runs the
+	// same steps in the same order and cannot tell. Its survivors get a
+	// second pass built with -race, where a data race kills (run.go).
+	Race bool
 }
 
 // Pkg is the package the mutant's file belongs to, as "./store".
@@ -102,6 +108,7 @@ type raw struct {
 	fn         string
 	start, end int
 	text       string
+	race       bool // Mutant.Race
 }
 
 type gen struct {
@@ -189,6 +196,7 @@ func (g *gen) mutant(rel string, r raw) (Mutant, error) {
 		Func: r.fn,
 		Body: g.body[r.fn],
 		Edit: mutant.Edit{File: rel, Original: orig, Replacement: repl, Line: line},
+		Race: r.race,
 	}, nil
 }
 
@@ -410,8 +418,31 @@ func (g *gen) swaps(list []ast.Stmt) {
 		a1, b1 := lineStart(g.src, g.off(s1.Pos())), lineEnd(g.src, g.off(s1.End()))
 		a2, b2 := lineStart(g.src, g.off(s2.Pos())), lineEnd(g.src, g.off(s2.End()))
 		text := string(g.src[a2:b2]) + string(g.src[b1:a2]) + string(g.src[a1:b1])
-		g.out = append(g.out, raw{op: OpSwapSteps, fn: g.fn, start: a1, end: b2, text: text})
+		g.out = append(g.out, raw{op: OpSwapSteps, fn: g.fn, start: a1, end: b2, text: text, race: locks(s1) || locks(s2)})
 	}
+}
+
+// locks reports whether s is a call of a method named Lock, Unlock, RLock
+// or RUnlock (a sync.Mutex's, a sync.RWMutex's, or a type's that embeds
+// one).
+func locks(s ast.Stmt) bool {
+	x, ok := s.(*ast.ExprStmt)
+	if !ok {
+		return false
+	}
+	call, ok := x.X.(*ast.CallExpr)
+	if !ok || len(call.Args) != 0 {
+		return false
+	}
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	switch sel.Sel.Name {
+	case "Lock", "Unlock", "RLock", "RUnlock":
+		return true
+	}
+	return false
 }
 
 func isStep(s ast.Stmt) bool {

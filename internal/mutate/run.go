@@ -348,62 +348,104 @@ func (s *Sweep) one(ctx context.Context, m Mutant, cov *Coverage) (r Result) {
 		r.Verdict, r.Detail = Error, err.Error()
 		return r
 	}
+	if s.pass(ctx, m, cov, overlay, dir, &r, false) && m.Race {
+		s.pass(ctx, m, cov, overlay, dir, &r, true)
+	}
+	return r
+}
+
+// RaceSlowdown is how much longer than its plain timeout a stage's binary
+// built with -race may run.
+const RaceSlowdown = 4
+
+// DataRace is what the race detector prints for each race it sees.
+const DataRace = "WARNING: DATA RACE"
+
+// pass builds and runs m's stages, stopping at the first that kills it,
+// and reports whether m survived every stage. With race the binaries are
+// built with -race, and only a stage whose run printed a data race kills:
+// a race pass judges what the plain one cannot see (Mutant.Race), so any
+// other failure of its slower binaries (a timeout, a test that times
+// itself) is noted in the steps and not counted.
+func (s *Sweep) pass(ctx context.Context, m Mutant, cov *Coverage, overlay, dir string, r *Result, race bool) (survived bool) {
+	flags := []string{"-vet=off", "-ldflags=-s -w"}
+	name := ""
+	if race {
+		flags, name = append(flags, "-race"), "race: "
+	}
 	for _, st := range s.opts.Stages(m) {
 		if tests, ok := cov.Select(st.Pkg, m); ok {
 			if len(tests) == 0 {
-				r.Steps = append(r.Steps, fmt.Sprintf("skip %s: no test enters %s", st.Pkg, m.Func))
+				r.Steps = append(r.Steps, fmt.Sprintf("%sskip %s: no test enters %s", name, st.Pkg, m.Func))
 				continue
 			}
 			st.Run = mutant.Pattern(tests)
-			r.Steps = append(r.Steps, fmt.Sprintf("select %s: %d tests", st.Pkg, len(tests)))
+			r.Steps = append(r.Steps, fmt.Sprintf("%sselect %s: %d tests", name, st.Pkg, len(tests)))
 		}
 		bin := filepath.Join(dir, binName(st.Pkg))
 		t0 := time.Now()
-		err := mutant.BuildTestFlags(ctx, s.opts.Root, st.Pkg, overlay, bin, "-vet=off", "-ldflags=-s -w")
-		r.Steps = append(r.Steps, fmt.Sprintf("build %s %.1fs", st.Pkg, time.Since(t0).Seconds()))
+		err := mutant.BuildTestFlags(ctx, s.opts.Root, st.Pkg, overlay, bin, flags...)
+		r.Steps = append(r.Steps, fmt.Sprintf("%sbuild %s %.1fs", name, st.Pkg, time.Since(t0).Seconds()))
 		if err != nil {
 			if ctx.Err() != nil {
 				r.Verdict, r.Detail = Error, "interrupted"
-				return r
+				return false
 			}
 			r.Verdict, r.By, r.Detail = Invalid, st.Pkg, tail(err.Error(), 12)
-			return r
+			return false
 		}
 		if _, err := os.Stat(bin); err != nil {
 			continue // no test files
 		}
 		to := s.timeout(st)
+		if race {
+			to *= RaceSlowdown
+		}
 		// The binary stops itself at its -test.timeout; the context is the
 		// backstop for one that cannot (a hung process it started).
 		rctx, cancel := context.WithTimeout(ctx, to+30*time.Second)
 		t0 = time.Now()
 		res, err := s.runStage(rctx, st, bin, overlay, to, nil)
-		r.Steps = append(r.Steps, fmt.Sprintf("run %s %.1fs", st.Pkg, time.Since(t0).Seconds()))
+		r.Steps = append(r.Steps, fmt.Sprintf("%srun %s %.1fs", name, st.Pkg, time.Since(t0).Seconds()))
 		expired := rctx.Err() != nil
 		cancel()
 		os.Remove(bin)
 		switch {
 		case err != nil:
 			r.Verdict, r.Detail = Error, err.Error()
-			return r
+			return false
 		case ctx.Err() != nil:
 			r.Verdict, r.Detail = Error, "interrupted"
-			return r
+			return false
+		case race && strings.Contains(res.Output, DataRace):
+			r.Verdict, r.By, r.Detail = Killed, st.Pkg+" "+firstFailed(res)+" (the race detector)", raceReport(res.Output)
+			return false
+		case race:
+			if expired || failedRun(res) {
+				r.Steps = append(r.Steps, fmt.Sprintf("race: %s failed without a data race, not counted: %s", st.Pkg, firstFailed(res)))
+			}
 		case st.Docker && strings.Contains(res.Output, DockerMissing):
 			// Not a kill: the engine went away, and the tests that need
 			// it failed (RequireDockerEnv) instead of skipping.
 			r.Verdict, r.By, r.Detail = Error, st.Pkg, "the Docker engine did not answer: "+failLines(res.Output)
-			return r
+			return false
 		case expired || strings.Contains(res.Output, "panic: test timed out after"):
 			r.Verdict, r.By, r.Detail = TimedOut, fmt.Sprintf("%s (timeout %s)", st.Pkg, to), tail(res.Output, 20)
-			return r
+			return false
 		case failedRun(res):
 			r.Verdict, r.By, r.Detail = Killed, st.Pkg+" "+firstFailed(res), failLines(res.Output)
-			return r
+			return false
 		}
 	}
 	r.Verdict = Survived
-	return r
+	return true
+}
+
+// raceReport is the first data race a run printed, cut to its first lines.
+func raceReport(out string) string {
+	i := strings.Index(out, DataRace)
+	lines := strings.SplitN(out[i:], "\n", 25)
+	return strings.Join(lines[:min(len(lines), 24)], "\n")
 }
 
 // ranTests checks a stage's baseline run: its tests ran, so that they can

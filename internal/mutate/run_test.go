@@ -119,3 +119,98 @@ func toyModule(t *testing.T, files map[string]string) string {
 	}
 	return root
 }
+
+const toyCounter = `package lib
+
+import "sync"
+
+// Counter is a count read and written under its lock.
+type Counter struct {
+	mu sync.Mutex
+	n  int
+}
+
+// Inc adds one.
+func (c *Counter) Inc() {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+}
+
+// Get is the count.
+func (c *Counter) Get() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+`
+
+const toyCounterTest = `package lib
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestIncFromManyGoroutines(t *testing.T) {
+	var c Counter
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1000 {
+				c.Inc()
+			}
+		}()
+	}
+	wg.Wait()
+	if c.Get() == 0 {
+		t.Fatal("nothing counted")
+	}
+}
+`
+
+// A swap that moves a step out of its lock is judged by a second pass
+// built with -race: the plain binary cannot tell it from the original (the
+// test above checks only that something was counted), the race detector
+// kills it, and a swap that does not touch a lock gets no race pass.
+func TestRacePassJudgesLockSwaps(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds test binaries")
+	}
+	root := toyModule(t, map[string]string{"lib/counter.go": toyCounter, "lib/counter_test.go": toyCounterTest})
+	gen, err := Generate(root, []string{"lib"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var swaps []Mutant
+	for _, m := range gen {
+		if m.Op == OpSwapSteps {
+			if !m.Race {
+				t.Errorf("%s moves a step across a lock but is not marked Race", m.ID)
+			}
+			swaps = append(swaps, m)
+		}
+	}
+	if len(swaps) != 2 {
+		t.Fatalf("%d swaps, want Lock/n++ and n++/Unlock", len(swaps))
+	}
+	opts := Options{Root: root, Jobs: 1, Timeout: time.Minute,
+		Stages: func(m Mutant) []Stage { return []Stage{{Pkg: m.Pkg(), Run: "."}} }}
+	sw, _, err := Baseline(context.Background(), opts, gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range sw.Run(context.Background(), swaps, nil, false) {
+		if r.Verdict != Killed || !strings.Contains(r.By, "(the race detector)") || !strings.Contains(r.Detail, DataRace) {
+			t.Errorf("%s: %s by %q, want killed by the race detector\n%s\n%s", r.ID, r.Verdict, r.By, strings.Join(r.Steps, "\n"), r.Detail)
+		}
+	}
+	plain := generateFixture(t, toyLib)
+	for _, m := range plain {
+		if m.Race {
+			t.Errorf("%s touches no lock but is marked Race", m.ID)
+		}
+	}
+}

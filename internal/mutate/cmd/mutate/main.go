@@ -169,6 +169,9 @@ func run() int {
 			if _, ok := reasons[m.ID]; ok {
 				eqMark = "  (equivalent)"
 			}
+			if m.Race {
+				eqMark += "  (judged by -race too)"
+			}
 			fmt.Fprintf(w, "%s  %s  %s%s\n%s", m.Pos(), m.Op, m.ID, eqMark, m.Diff("    "))
 		}
 		var parts []string
