@@ -63,6 +63,7 @@ func run() int {
 		compile  = flag.Bool("compile", false, "only check that each chosen mutant compiles (go build, no tests)")
 		baseline = flag.Bool("baseline", true, "first run the unmutated tests: they must pass, and they set the timeouts")
 		recheck  = flag.Bool("recheck", false, "run the mutants the equivalence file lists too, to confirm they survive (-only always does)")
+		testsRe  = flag.String("tests", "", "with -stages: run only the tests matching this -test.run pattern in each stage (e.g. 'TestStepOne'): the quickest loop while writing one killing test")
 		stagesRe = flag.String("stages", "", "run each mutant only against the test binaries whose package matches this regexp (e.g. '^./store$' for its own package's tests): a quick loop while writing tests for one file; a survivor may still die in a stage this leaves out, so the score is not the sweep's")
 		coverage = flag.Bool("coverage", true, "run, per stage, only the tests whose baseline run entered the mutant's function (collected after the baseline, kept in "+mutate.CoverageFile+"), then every survivor again with every test")
 	)
@@ -192,13 +193,22 @@ func run() int {
 	}
 	start := time.Now()
 	opts := mutate.Options{Root: root, Jobs: max(1, *jobs), Timeout: *timeout, Skip: *skip}
+	if *testsRe != "" && *stagesRe == "" {
+		return fail(fmt.Errorf("-tests needs -stages: the sweep's own stages run whole"))
+	}
 	if *stagesRe != "" {
 		re, err := regexp.Compile(*stagesRe)
 		if err != nil {
 			return fail(err)
 		}
 		opts.Stages = func(m mutate.Mutant) []mutate.Stage {
-			return slices.DeleteFunc(mutate.Stages(m), func(st mutate.Stage) bool { return !re.MatchString(st.Pkg) })
+			sts := slices.DeleteFunc(mutate.Stages(m), func(st mutate.Stage) bool { return !re.MatchString(st.Pkg) })
+			if *testsRe != "" {
+				for i := range sts {
+					sts[i].Run = *testsRe
+				}
+			}
+			return sts
 		}
 		for _, m := range chosen {
 			if len(opts.Stages(m)) == 0 {
