@@ -3,7 +3,9 @@ package runner
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -160,5 +162,43 @@ func TestDecideTerminalSameAtSettlementAndRecovery(t *testing.T) {
 	}
 	if n != 54 {
 		t.Fatalf("%d combinations compared", n)
+	}
+}
+
+// TestRecoveredDeadlineIncludesItsInstant: recovery reads the attempt's
+// deadline and the task's budget the way the live runner does. The live
+// timer fires at the deadline itself (afterFunc(Deadline - now)), and the
+// launch check refuses at it (!now.Before), so a row recovered at exactly
+// its deadline or its budget's end has passed it, as it has a moment
+// later; a moment earlier it was interrupted.
+func TestRecoveredDeadlineIncludesItsInstant(t *testing.T) {
+	created := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	deadline := created.Add(30 * time.Minute)
+	a := store.Attempt{ID: "a1", State: words.Running, CreatedAt: created, Deadline: deadline}
+	for _, c := range []struct {
+		name       string
+		now        time.Time
+		budget     bool
+		state      words.State
+		diagnostic string
+	}{
+		{"a moment before the deadline", deadline.Add(-time.Millisecond), false, words.Failed, words.Interrupted},
+		{"at the deadline", deadline, false, words.Failed, words.TimedOut},
+		{"after the deadline", deadline.Add(time.Millisecond), false, words.Failed, words.TimedOut},
+		{"a moment before the budget's end", deadline.Add(-time.Millisecond), true, words.Failed, words.Interrupted},
+		{"at the budget's end", deadline, true, words.Cancelled, words.TaskTimeLimitReached},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			row := a
+			var task store.Task
+			if c.budget {
+				row.Deadline = deadline.Add(time.Hour)
+				task.BudgetDeadline = &deadline
+			}
+			got := recoveredTerminal(row, task, store.Context{}, c.now)
+			if got.State != c.state || got.Diagnostic != c.diagnostic {
+				t.Fatalf("recovered at %s: %s %q; want %s %q", c.now.Sub(deadline), got.State, got.Diagnostic, c.state, c.diagnostic)
+			}
+		})
 	}
 }
