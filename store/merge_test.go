@@ -262,3 +262,31 @@ func TestFinishMergeMergedKeepsACancelledTask(t *testing.T) {
 		t.Fatalf("refused confirmation wrote %d task-closed events", n)
 	}
 }
+
+// TestReconcileMergedTwoMergedAttemptsOneRepair: a task whose merged
+// status and event are missing, with two confirmed merged merge attempts
+// (a resubmission both of whose confirmations landed), is repaired once,
+// keyed by its first merge attempt: one status change, one task-closed
+// event, and its plan key listed once.
+func TestReconcileMergedTwoMergedAttemptsOneRepair(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask(words.StatusInReview)
+	first, second := mergeIDs.UUID(), mergeIDs.UUID()
+	e.rawExec(`INSERT INTO merge_attempts (id, plan_key, state, created_at, updated_at) VALUES (?, ?, 'merged', 1, 1)`, first, key)
+	e.rawExec(`INSERT INTO merge_attempts (id, plan_key, state, created_at, updated_at) VALUES (?, ?, 'merged', 2, 2)`, second, key)
+	before := e.task(key).StateVersion
+	var fixed []string
+	e.update(func(tx *store.Tx) (err error) { fixed, err = tx.ReconcileMerged(); return err })
+	if len(fixed) != 1 || fixed[0] != key {
+		t.Fatalf("repaired %v, want [%s] once", fixed, key)
+	}
+	if n := e.rawInt(`SELECT COUNT(*) FROM feedback_events WHERE plan_key = ? AND kind = 'task-closed'`, key); n != 1 {
+		t.Fatalf("%d task-closed events, want 1", n)
+	}
+	if n := e.rawInt(`SELECT COUNT(*) FROM feedback_events WHERE plan_key = ? AND kind = 'task-closed' AND action_id = ?`, key, first); n != 1 {
+		t.Fatal("the task-closed event is not keyed by the first merged attempt")
+	}
+	if task := e.task(key); task.Status != words.StatusMerged || task.StateVersion != before+1 {
+		t.Fatalf("task %s at version %d; want merged at %d (one change)", task.Status, task.StateVersion, before+1)
+	}
+}

@@ -12,6 +12,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,7 +25,7 @@ import (
 )
 
 // TestEveryMigrationStatementErrorPropagates is the statement-fault sweep
-// of each migration (v5 → v7, v6 → v7): starting from the migration tests'
+// of each migration (v5 → v7, v6 → v7) and of a new database's creation: starting from the migration tests'
 // fixture of the older version, it fails the k-th statement the migration
 // runs (k = 1, 2, …; the store/statement failpoint, at once or, for a
 // query, after its first row) until the migration runs through without
@@ -40,10 +41,17 @@ func TestEveryMigrationStatementErrorPropagates(t *testing.T) {
 	for _, fx := range []struct {
 		name  string
 		write func(*testing.T, string)
-	}{{"v5", writeV5}, {"v6", writeV6}} {
+	}{{"v5", writeV5}, {"v6", writeV6}, {"new", writeNew}} {
 		t.Run(fx.name, func(t *testing.T) {
 			sweepMigration(t, fx.write)
 		})
+	}
+}
+
+// writeNew leaves an empty file: a new database, at version 0.
+func writeNew(t *testing.T, path string) {
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -96,16 +96,20 @@ func (s *Store) migrate() error {
 		}
 		return nil
 	case v == 0:
+		// A new database: the schema and its version in one transaction,
+		// through the same statement path (and store/statement failpoint)
+		// as every migration, so a failed statement leaves version 0 and no
+		// table.
 		tx, err := s.db.BeginTx(s.ctx, nil)
 		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if _, err := tx.ExecContext(s.ctx, schema); err != nil {
 			return fmt.Errorf("store: create schema: %w", err)
 		}
-		if _, err := tx.ExecContext(s.ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
-			return err
+		defer tx.Rollback()
+		t := &Tx{s: s, tx: tx}
+		for _, q := range []string{schema, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)} {
+			if err := t.execOnce(q); err != nil {
+				return fmt.Errorf("store: create schema: %w", err)
+			}
 		}
 		return tx.Commit()
 	case v == 5:

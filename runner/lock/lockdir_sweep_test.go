@@ -32,3 +32,49 @@ func TestLockDirectoryNotCreatedSaysSo(t *testing.T) {
 		t.Fatalf("Acquire = %v, want the create's error (%q…, not a directory)", err, want)
 	}
 }
+
+// TestLockDirectoryDanglingLinkSaysSo: <home>/.codeboost/locks is a
+// symlink to nothing. Making the directory finds the name taken (EEXIST,
+// which is taken for an existing directory), so it is the resolve step
+// that must refuse, with its own error naming the link, before any owner
+// or mode check runs on a path it never resolved.
+func TestLockDirectoryDanglingLinkSaysSo(t *testing.T) {
+	w := newWorld(t)
+	dot := filepath.Join(w.home, ".codeboost")
+	if err := os.Mkdir(dot, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	locks := filepath.Join(dot, "locks")
+	if err := os.Symlink(filepath.Join(w.home, "gone"), locks); err != nil {
+		t.Fatal(err)
+	}
+	db := w.db("codeboost.db")
+	makeSQLite(t, db)
+	l, err := Acquire(db, Options{Home: w.home})
+	if err == nil {
+		l.Release()
+		t.Fatal("Acquire succeeded through a dangling lock directory link")
+	}
+	want := "runner lock: resolve " + locks + ": "
+	if !strings.HasPrefix(err.Error(), want) || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Acquire = %v, want the resolve step's error (%q…, no such file)", err, want)
+	}
+}
+
+// TestAcquireWithoutADatabasePath: an empty path is refused before
+// anything is resolved or created: it would otherwise name the working
+// directory.
+func TestAcquireWithoutADatabasePath(t *testing.T) {
+	w := newWorld(t)
+	l, err := Acquire("", Options{Home: w.home})
+	if err == nil {
+		l.Release()
+		t.Fatal("Acquire accepted an empty database path")
+	}
+	if err.Error() != "runner lock: no database path" {
+		t.Fatalf("Acquire(\"\") = %v, want \"runner lock: no database path\"", err)
+	}
+	if entries, _ := os.ReadDir(w.home); len(entries) != 0 {
+		t.Fatalf("a refused Acquire made %v in the home directory", entries)
+	}
+}
