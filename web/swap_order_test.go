@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
 )
 
 // Tests for the order of two adjacent steps, where the contract or the
