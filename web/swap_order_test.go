@@ -7,12 +7,15 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Tests for the order of two adjacent steps, where the contract or the
@@ -238,5 +241,104 @@ func (w *writeProbe) onBodyAgain(logs *syncBuffer, seen *[]string) func([]byte) 
 			return
 		}
 		w.onBody = w.onBodyAgain(logs, seen)
+	}
+}
+
+// serveOnLoopback starts f's server on 127.0.0.1 and waits until Serve has
+// published its http.Server (what step 3 shuts down).
+func serveOnLoopback(t *testing.T, s *Server) <-chan error {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(l) }()
+	waitFor(t, "Serve to start", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.httpSrv != nil
+	})
+	return served
+}
+
+// TestStepThreeRunTwiceShutsDownOnce: AbortRequests starts net/http's
+// Shutdown once (s.shut records that it started, under s.mu, in the same
+// step that makes the channel); a second call aborts what is left without
+// starting another Shutdown — which would run the OnShutdown hook again and
+// close its channel twice, a panic — and Close (step 6) waits for that one
+// Shutdown to return.
+//
+// Kills web/server.go:Server.AbortRequests:swap-steps:729523ca (s.shut is
+// assigned the still-nil channel, so every call starts a Shutdown and Close
+// waits for none).
+func TestStepThreeRunTwiceShutsDownOnce(t *testing.T) {
+	f := newServedFixture(t)
+	served := serveOnLoopback(t, f.srv)
+	f.srv.SetStopping()
+	f.srv.AbortRequests()
+	f.srv.AbortRequests()
+	f.srv.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	f.srv.mu.Lock()
+	shut := f.srv.shut
+	f.srv.mu.Unlock()
+	select {
+	case <-shut:
+	default:
+		t.Errorf("Close returned before step 3's Shutdown did")
+	}
+	// A second Shutdown's hook runs on a goroutine of its own: give it the
+	// time to run (and panic) before the test ends.
+	time.Sleep(50 * time.Millisecond)
+}
+
+// TestAbortRequestsAsServePublishesItsServer: Serve registers the
+// OnShutdown hook that closes unlisten before it releases s.mu, so that an
+// AbortRequests which finds the http.Server under s.mu always finds the hook
+// registered: its Shutdown runs it, and AbortRequests (which waits for it)
+// returns. The scheduling is forced: with one P, s.mu is driven into
+// starvation mode, where each Unlock hands the lock to the next waiter and
+// yields to it, so AbortRequests takes s.mu the moment Serve releases it,
+// and its Shutdown goroutine runs before Serve's goroutine runs again.
+//
+// Kills web/server.go:Server.Serve:swap-steps:6379151b (the hook
+// registered only after the unlock: that Shutdown runs no hook, and
+// AbortRequests waits forever).
+func TestAbortRequestsAsServePublishesItsServer(t *testing.T) {
+	f := newServedFixture(t)
+	s := f.srv
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	served := make(chan error, 1)
+	aborted := make(chan struct{})
+	s.mu.Lock()
+	go func() { served <- s.Serve(l) }()
+	time.Sleep(2 * time.Millisecond) // Serve waits for s.mu first
+	go func() {
+		s.mu.Lock() // handed over by Serve's Unlock
+		s.mu.Unlock()
+		s.AbortRequests()
+		close(aborted)
+	}()
+	time.Sleep(5 * time.Millisecond) // both have waited past 1 ms
+	s.mu.Unlock()
+	s.mu.Lock() // Serve wakes to a held lock: starvation mode
+	time.Sleep(5 * time.Millisecond)
+	s.mu.Unlock() // to Serve, which hands it to AbortRequests's goroutine
+	select {
+	case <-aborted:
+	case <-time.After(10 * time.Second):
+		s.Close()
+		t.Fatal("AbortRequests did not return: its Shutdown ran before Serve registered the hook it waits for")
+	}
+	s.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 }
