@@ -39,7 +39,9 @@ func startWithSlowEngine(t *testing.T, delay time.Duration) (*App, *int) {
 	closed := new(int)
 	a, err := New(Options{DB: filepath.Join(t.TempDir(), "codeboost.db"), Check: true, Stderr: os.Stderr,
 		Runner: RunnerConfig{Agent: AgentConfig{Image: "codeboost-agent:test", CommitLimit: 1 << 20}},
-		Engine: func(context.Context, EngineOptions) (Engine, error) { return slowEngine{delay: delay, closed: closed}, nil }})
+		Engine: func(context.Context, EngineOptions) (Engine, error) {
+			return slowEngine{delay: delay, closed: closed}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
