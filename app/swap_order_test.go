@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/nodocker"
+	"github.com/codeboost/codeboost/runner/lock"
 )
 
 // Tests for the order of two adjacent steps, where the contract or the
@@ -18,13 +20,20 @@ import (
 // Docker engine listing and removing leftovers does; it counts its Close.
 type slowEngine struct {
 	nodocker.D
-	delay  time.Duration
-	closed *int
+	delay   time.Duration
+	closed  *int
+	onClose func()
 }
 
 func (e slowEngine) CheckImage(context.Context, string) error { return nil }
 
-func (e slowEngine) Close() error { *e.closed++; return nil }
+func (e slowEngine) Close() error {
+	*e.closed++
+	if e.onClose != nil {
+		e.onClose()
+	}
+	return nil
+}
 
 func (e slowEngine) RecoverLeftovers(ctx context.Context, owner string, done func(dadapter.RecoveryReport, error)) {
 	go func() {
@@ -33,14 +42,19 @@ func (e slowEngine) RecoverLeftovers(ctx context.Context, owner string, done fun
 	}()
 }
 
-func startWithSlowEngine(t *testing.T, delay time.Duration) (*App, *int) {
+func startWithSlowEngine(t *testing.T, delay time.Duration, onClose ...func(db string)) (*App, *int) {
 	t.Helper()
 	t.Setenv("HOME", t.TempDir())
 	closed := new(int)
-	a, err := New(Options{DB: filepath.Join(t.TempDir(), "codeboost.db"), Check: true, Stderr: os.Stderr,
+	db := filepath.Join(t.TempDir(), "codeboost.db")
+	var hook func()
+	if len(onClose) > 0 {
+		hook = func() { onClose[0](db) }
+	}
+	a, err := New(Options{DB: db, Check: true, Stderr: os.Stderr,
 		Runner: RunnerConfig{Agent: AgentConfig{Image: "codeboost-agent:test", CommitLimit: 1 << 20}},
 		Engine: func(context.Context, EngineOptions) (Engine, error) {
-			return slowEngine{delay: delay, closed: closed}, nil
+			return slowEngine{delay: delay, closed: closed, onClose: hook}, nil
 		}})
 	if err != nil {
 		t.Fatal(err)
@@ -85,5 +99,29 @@ func TestRecoveryDurationCoversTheWholeRecovery(t *testing.T) {
 	}
 	if a.recoveryTook < delay {
 		t.Errorf("recovery took at least %v (D's recovery alone), but %v was recorded", delay, a.recoveryTook)
+	}
+}
+
+// TestLockHeldUntilStepSevenEnds: step 8 releases the single-runner lock
+// only after step 7 has given everything else back (the loop, the engine's
+// client, the Store): until then no other runner can take the database
+// (decision 1). The engine's Close, in step 7, finds the lock still held.
+//
+// Kills app/shutdown.go:App.shutdown:swap-steps:5f601ad6 (the lock
+// released before the Store and the engine are closed).
+func TestLockHeldUntilStepSevenEnds(t *testing.T) {
+	var took []error
+	a, closed := startWithSlowEngine(t, 0, func(db string) {
+		l, err := lock.Acquire(db, lock.Options{})
+		if err == nil {
+			l.Release()
+		}
+		took = append(took, err)
+	})
+	if err := a.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if *closed != 1 || len(took) != 1 || !errors.Is(took[0], lock.ErrHeld) {
+		t.Errorf("while step 7 closed the engine (%d closes), another runner taking the lock got %v; want %v", *closed, took, lock.ErrHeld)
 	}
 }
