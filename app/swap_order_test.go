@@ -3,14 +3,24 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/nodocker"
+	"github.com/codeboost/codeboost/ids"
+	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/runner/lock"
+	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
 )
 
 // Tests for the order of two adjacent steps, where the contract or the
@@ -123,5 +133,144 @@ func TestLockHeldUntilStepSevenEnds(t *testing.T) {
 	}
 	if *closed != 1 || len(took) != 1 || !errors.Is(took[0], lock.ErrHeld) {
 		t.Errorf("while step 7 closed the engine (%d closes), another runner taking the lock got %v; want %v", *closed, took, lock.ErrHeld)
+	}
+}
+
+// jobServer is the review server's part in shutdown, recording what it
+// finds at each step about the demo task's running job.
+type jobServer struct {
+	a   *App
+	key string
+
+	mu     sync.Mutex
+	events []string
+}
+
+func (s *jobServer) add(e string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, e)
+}
+
+func (s *jobServer) seen() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.events...)
+}
+
+func (s *jobServer) SetStopping() { s.add("1 stopping") }
+func (s *jobServer) Drain()       { s.add("2 drain") }
+func (s *jobServer) AbortRequests() {
+	st, err := s.a.runner.Status(s.key)
+	s.add(fmt.Sprintf("3 abort requests: job stopped %v", err != nil || st.StopRequested != nil))
+}
+func (s *jobServer) AwaitRequestWork() { s.add("3 await request work") }
+func (s *jobServer) Close() {
+	select {
+	case <-s.a.runner.Drained():
+		s.add("6 close: every job ended")
+	default:
+		s.add("6 close: a job still running")
+	}
+}
+
+// lineLog is a text log the test reads while the app writes it.
+type lineLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestShutdownStopsARunningJobAtStepFourAndAwaitsItBeforeStepSix: with the
+// demo agent's attempt running, shutdown stops the job in step 4, after
+// step 3 aborted the requests and closed the write gate ("Jobs run on until
+// step 4, so that a request drained in step 2 still meets its job as it
+// was"), then awaits its end (4, 5) before step 6 closes the server; the
+// attempt ends with the first reason shutdown, within the demo's half
+// second of SIGTERM grace, not after the run's own 6 to 12 seconds.
+//
+// Kills app/shutdown.go:App.shutdown:swap-steps:206e1f03 (the job stopped
+// before step 3), 0d9c43e5 (its end awaited before it is stopped: the run
+// goes on to its own end) and 9f210216 (the server closed before the job
+// ended).
+func TestShutdownStopsARunningJobAtStepFourAndAwaitsItBeforeStepSix(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	db := filepath.Join(t.TempDir(), "codeboost.db")
+	logs := &lineLog{}
+	log, err := NewLogger(logs, LogText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{DB: db, Demo: true, Tasks: DemoTasks(), Log: log, Stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := DemoTasks()[0].identity().Key()
+	srv := &jobServer{a: a, key: key}
+	a.server = srv
+	done := make(chan error, 1)
+	go func() { done <- a.Run() }()
+	waitUntil := func(what string, d time.Duration, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("timed out waiting for %s\n%s", what, logs)
+			}
+		}
+	}
+	waitUntil("startup", 20*time.Second, func() bool { return strings.Contains(logs.String(), "demo: open") })
+	st, err := a.runner.Status(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := a.runner.Start(context.Background(), runner.ActionRequest{PlanKey: key, ActionID: "00000000-0000-4000-8000-000000000001",
+		ExpectedStateVersion: st.Task.StateVersion, ExpectedReviewVersion: st.ReviewVersion})
+	if err != nil || resp.AttemptID == "" {
+		t.Fatalf("start: %+v %v\n%s", resp, err, logs)
+	}
+	waitUntil("the attempt to run", 20*time.Second, func() bool {
+		st, err := a.runner.Status(key)
+		return err == nil && len(st.Attempts) > 0 && st.Attempts[len(st.Attempts)-1].State == words.Running
+	})
+	began := time.Now()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v\n%s", err, logs)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("shutdown did not end\n%s", logs)
+	}
+	took := time.Since(began)
+	want := []string{"1 stopping", "2 drain", "3 abort requests: job stopped false", "3 await request work", "6 close: every job ended"}
+	if got := srv.seen(); !slices.Equal(got, want) {
+		t.Errorf("shutdown's server steps saw\n  %s\nwant\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	st2, err := store.Open(db, store.Options{Now: time.Now, IDs: ids.Random{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	att, err := st2.Attempt(resp.AttemptID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if att.FirstReason != words.ReasonShutdown || took > 5*time.Second {
+		t.Errorf("the running attempt ended %s with first reason %q, %v after the signal; want the reason shutdown, within the demo's grace",
+			att.State, att.FirstReason, took)
 	}
 }
