@@ -342,3 +342,53 @@ func TestAbortRequestsAsServePublishesItsServer(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+// TestJSONRepliesAreNotCached: every JSON reply (a poll, an action's
+// answer, an error) is sent with Content-Type JSON and Cache-Control:
+// no-store, set before WriteHeader sends the header: each carries the
+// task's live state, and a cached poll would show the screen an old state.
+// Read from the header as sent (Result), not the writer's map.
+//
+// Kills web/request.go:writeJSON:swap-steps:550f23d9 (Cache-Control set
+// after WriteHeader, so never sent).
+func TestJSONRepliesAreNotCached(t *testing.T) {
+	f := newFixture(t, 1)
+	for _, c := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/api/runner?task=demo", nil},
+		{"GET", "/api/review?task=demo", nil},
+		{"POST", "/api/runner", RunnerAction{Task: "demo", Action: "start", ActionID: "bad"}},
+	} {
+		rec := f.do(c.method, c.path, c.body)
+		h := rec.Result().Header
+		if h.Get("Cache-Control") != "no-store" || h.Get("Content-Type") != "application/json; charset=utf-8" {
+			t.Errorf("%s %s: %d sent Cache-Control %q, Content-Type %q", c.method, c.path, rec.Code, h.Get("Cache-Control"), h.Get("Content-Type"))
+		}
+	}
+}
+
+// TestDiffViewHeadersAreSentWithIt: the diff view is plain text the
+// browser must not sniff as anything else (it is the agent's output, which
+// could look like HTML) and must not cache: Content-Type, Cache-Control
+// and X-Content-Type-Options are all set before WriteHeader sends the
+// header, whether the view is a commit's diff or saved partial output.
+//
+// Kills web/stream.go:diffWriter.start:swap-steps:1c55a0be
+// (X-Content-Type-Options set after WriteHeader, so never sent).
+func TestDiffViewHeadersAreSentWithIt(t *testing.T) {
+	w, attempt := completedAttempt(t, func(ctx context.Context, out io.Writer, _ Task, base, commit string, maxBytes int) (bool, error) {
+		_, err := io.WriteString(out, "diff --git a/x b/x\n<script>alert(1)</script>\n")
+		return false, err
+	})
+	r := getDiffView(t, w.url, attempt)
+	if r.status != http.StatusOK || !strings.Contains(r.body, "diff --git") {
+		t.Fatalf("the diff view: %d %s", r.status, r.body)
+	}
+	for k, v := range map[string]string{"Content-Type": "text/plain; charset=utf-8", "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"} {
+		if got := r.header.Get(k); got != v {
+			t.Errorf("the diff view sent %s %q, want %q", k, got, v)
+		}
+	}
+}
