@@ -392,3 +392,35 @@ func TestDiffViewHeadersAreSentWithIt(t *testing.T) {
 		}
 	}
 }
+
+// TestRunningAttemptRowSaysLive: GET /api/runner marks a running attempt's
+// row live (its output can be followed; the screen opens the stream only
+// for such a row), so the flag is set on the row before the row is added
+// to the list.
+//
+// Kills web/runner_api.go:Server.status:swap-steps:a1bc87d7 (live set on
+// the local row after a copy of it was appended).
+func TestRunningAttemptRowSaysLive(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	waitRunning(w, a)
+	resp, err := http.Get(w.url + "/api/runner?task=parser-fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r RunnerReply
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || len(r.Tasks) != 1 {
+		t.Fatalf("GET /api/runner: %d %v", resp.StatusCode, err)
+	}
+	for _, row := range r.Tasks[0].Attempts {
+		if row.ID == a && !row.Live {
+			t.Errorf("the running attempt's row: %+v, want live", row)
+		}
+		if row.ID == a {
+			return
+		}
+	}
+	t.Fatalf("no row for attempt %s in %+v", a, r.Tasks[0].Attempts)
+}
