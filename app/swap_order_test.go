@@ -274,3 +274,50 @@ func TestShutdownStopsARunningJobAtStepFourAndAwaitsItBeforeStepSix(t *testing.T
 			att.State, att.FirstReason, took)
 	}
 }
+
+// stepServer records which of the server's shutdown steps ran, in order.
+type stepServer struct {
+	mu    sync.Mutex
+	steps []string
+}
+
+func (s *stepServer) add(step string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.steps = append(s.steps, step)
+}
+
+func (s *stepServer) SetStopping()      { s.add("SetStopping") }
+func (s *stepServer) Drain()            { s.add("Drain") }
+func (s *stepServer) AbortRequests()    { s.add("AbortRequests") }
+func (s *stepServer) AwaitRequestWork() { s.add("AwaitRequestWork") }
+func (s *stepServer) Close()            { s.add("Close") }
+
+// TestFailedStartupStopsItsServerBeforeClosingIt: a startup that fails
+// after the review server listened (here: the ready file cannot be
+// written) stops the server as shutdown does, SetStopping (step 1) before
+// Close (step 6). The order matters for web.Server: Close finds no
+// http.Server while the goroutine that calls Serve has not run yet, and
+// only the stopping flag set before it makes that late Serve return at
+// once instead of serving on after the failed start (web's
+// TestServeAfterShutdownReturnsAtOnce).
+//
+// Kills app/serve.go:App.stopServer:swap-steps:29b56557 (Close first: a
+// Serve that starts between the two serves on).
+func TestFailedStartupStopsItsServerBeforeClosingIt(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	dir := t.TempDir()
+	a, err := New(Options{DB: filepath.Join(dir, "codeboost.db"), Check: true, Stderr: io.Discard,
+		Ready: filepath.Join(dir, "no-such-dir", "ready")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &stepServer{}
+	a.server, a.url = srv, "http://127.0.0.1:1/" // as startServer leaves them once it listens
+	if err := a.Run(); err == nil {
+		t.Fatal("startup with an unwritable ready file succeeded")
+	}
+	if want := []string{"SetStopping", "Close"}; !slices.Equal(srv.steps, want) {
+		t.Errorf("the failed startup ran the server's steps %v, want %v", srv.steps, want)
+	}
+}
