@@ -321,3 +321,22 @@ func TestFailedStartupStopsItsServerBeforeClosingIt(t *testing.T) {
 		t.Errorf("the failed startup ran the server's steps %v, want %v", srv.steps, want)
 	}
 }
+
+// TestTextLogPrefixesAttributesAddedUnderAGroup: attributes added with
+// With after WithGroup are the group's, written group.key like a record's
+// own attributes under the group: WithAttrs prefixes each key before it
+// keeps the attribute.
+//
+// Kills app/log.go:textHandler.WithAttrs:swap-steps:9e59ae56 (the key
+// prefixed on the loop's copy after the attribute was kept).
+func TestTextLogPrefixesAttributesAddedUnderAGroup(t *testing.T) {
+	var b strings.Builder
+	log, err := NewLogger(&b, LogText)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.WithGroup("d").With("op", "clone").Info("pulled", "n", 3)
+	if want := "codeboost: pulled d.op=clone d.n=3\n"; b.String() != want {
+		t.Errorf("text log %q, want %q", b.String(), want)
+	}
+}
