@@ -76,7 +76,9 @@ func startWithSlowEngine(t *testing.T, delay time.Duration, onClose ...func(db s
 // once every handle has settled, and only then forgets it (closeStore).
 //
 // Kills app/shutdown.go:App.closeStore:swap-steps:236265c5 (the engine
-// forgotten first: its Close is called on nil, a panic).
+// forgotten first: its Close is called on nil, a panic), which
+// TestLivePlanningSeedsFromTheTasksHead, the one other start with an
+// engine, kills too.
 func TestEngineClosedAtStepSeven(t *testing.T) {
 	a, closed := startWithSlowEngine(t, 0)
 	if err := a.Run(); err != nil {

@@ -271,7 +271,7 @@ func serveOnLoopback(t *testing.T, s *Server) <-chan error {
 //
 // Kills web/server.go:Server.AbortRequests:swap-steps:729523ca (s.shut is
 // assigned the still-nil channel, so every call starts a Shutdown and Close
-// waits for none).
+// waits for none), which TestShutdownClosesIdleConnections kills too.
 func TestStepThreeRunTwiceShutsDownOnce(t *testing.T) {
 	f := newServedFixture(t)
 	served := serveOnLoopback(t, f.srv)
@@ -399,7 +399,8 @@ func TestDiffViewHeadersAreSentWithIt(t *testing.T) {
 // to the list.
 //
 // Kills web/runner_api.go:Server.status:swap-steps:a1bc87d7 (live set on
-// the local row after a copy of it was appended).
+// the local row after a copy of it was appended), which only the browser
+// test TestBrowserScreens killed before (it needs a browser).
 func TestRunningAttemptRowSaysLive(t *testing.T) {
 	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}})
 	w.approveAll("parser-fix")
