@@ -281,8 +281,10 @@ func (a *App) recoverStartup() error {
 	if err := c.Recover(context.Background()); err != nil {
 		return err
 	}
-	a.recoveryTook = time.Since(began)
+	// Recover runs recovery's first event only; Recovery waits for D's
+	// recovery and every phase after it, so the duration is taken after.
 	a.recovery = c.Recovery()
+	a.recoveryTook = time.Since(began)
 	return a.recovery.Err
 }
 
