@@ -284,3 +284,21 @@ func TestRunnerOwnerTokenCorruptQuotedBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateTaskRefusesAnUnknownStatus: a new task starts queued or in
+// review; any other status (a typo, a status the contract does not have)
+// is refused as bad input before anything is written, and the refusal
+// names it.
+func TestCreateTaskRefusesAnUnknownStatus(t *testing.T) {
+	e := newEnv(t)
+	id := store.Identity{RepositoryID: "repo", TaskID: "task", PlanID: "plan"}
+	err := e.s.Update(func(tx *store.Tx) error {
+		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "snap-1", Items: []string{"one"}, Status: "in-reveiw"})
+	})
+	if r := wantRefusal(t, err, store.CodeBadInput); !strings.Contains(r.Message, `"in-reveiw"`) {
+		t.Fatalf("refusal %q does not name the status", r.Message)
+	}
+	if n := e.rawInt(`SELECT (SELECT COUNT(*) FROM plans) + (SELECT COUNT(*) FROM tasks)`); n != 0 {
+		t.Fatalf("a refused status wrote %d plan and task rows", n)
+	}
+}
