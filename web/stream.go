@@ -41,6 +41,12 @@ func (s *Server) getOutput(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		// The mux routes HEAD here too. net/http discards a HEAD reply's
+		// body without an error, so a stream would follow the attempt
+		// writing nothing until it settled: the headers are the answer.
+		return
+	}
 	rc := http.NewResponseController(w)
 	send := func(event string, data []byte) bool {
 		b, _ := json.Marshal(string(data))

@@ -111,3 +111,25 @@ func TestOutputStreamsCloseAtStopping(t *testing.T) {
 		t.Fatal("the drain waits on a live-output stream")
 	}
 }
+
+// TestOutputStreamHEADEndsAtOnce: a HEAD request for a running attempt's
+// stream (the mux routes HEAD to GET /api/output) gets the stream's
+// headers and no body; the first event's write is refused (a HEAD reply
+// has no body), and the stream must end there rather than follow the
+// attempt with writes that all fail, holding a request open until the
+// attempt settles or shutdown ends it.
+func TestOutputStreamHEADEndsAtOnce(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	w.emit(a, "reading parse.go\n")
+	resp, err := http.Head(w.url + "/api/output?task=parser-fix&attempt=" + a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("HEAD: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	waitUntil(t, "the HEAD request to end", func() bool { return w.srv.Active() == 0 })
+}
