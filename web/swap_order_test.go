@@ -322,6 +322,7 @@ func TestAbortRequestsAsServePublishesItsServer(t *testing.T) {
 	time.Sleep(2 * time.Millisecond) // Serve waits for s.mu first
 	go func() {
 		s.mu.Lock() // handed over by Serve's Unlock
+		//lint:ignore SA2001 the lock is taken only to wait for Serve's Unlock to hand it over
 		s.mu.Unlock()
 		s.AbortRequests()
 		close(aborted)
