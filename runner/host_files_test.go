@@ -22,16 +22,7 @@ import (
 // startup recovery.
 func TestHostFilesNotRemovedHoldTheSlotUnderAMarker(t *testing.T) {
 	d := &goD{handles: map[string]*goHandle{}}
-	c, st, _ := productionCoordinator(t, 1, d)
-	if err := c.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	key := createTask(t, st)
-	attemptID, err := c.Admit(t.Context(), AdmitRequest{PlanKey: key, Kind: words.KindReview})
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitState(t, st, attemptID, words.Running)
+	c, st, key, attemptID := runningAttempt(t, d, words.KindReview)
 	locked := filepath.Join(c.attemptDir(attemptID), "locked")
 	if err := os.WriteFile(locked, []byte("cannot be removed"), 0o600); err != nil {
 		t.Fatal(err)

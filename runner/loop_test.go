@@ -305,6 +305,23 @@ func TestProductionWiringUnderRace(t *testing.T) {
 // productionCoordinator wires a coordinator as the application does: the
 // goroutine loop, the real clock and a Store on a file, with d answering.
 // The loop stops and the Store closes when the test ends.
+// runningAttempt opens a production coordinator over d with one slot,
+// creates a task and admits an attempt of kind, and waits until it runs.
+func runningAttempt(t *testing.T, d dadapter.D, kind string) (c *Coordinator, st *store.Store, key, attemptID string) {
+	t.Helper()
+	c, st, _ = productionCoordinator(t, 1, d)
+	if err := c.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	key = createTask(t, st)
+	attemptID, err := c.Admit(t.Context(), AdmitRequest{PlanKey: key, Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitState(t, st, attemptID, words.Running)
+	return c, st, key, attemptID
+}
+
 func productionCoordinator(t *testing.T, slots int, d dadapter.D) (*Coordinator, *store.Store, *GoroutineLoop) {
 	t.Helper()
 	dir := t.TempDir()

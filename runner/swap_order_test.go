@@ -72,16 +72,7 @@ func cancelAndWait(t *testing.T, c *Coordinator, st *store.Store, key, attemptID
 // kills: runner/actions.go:Coordinator.admitAction:swap-steps:e986bb06
 func TestRetryAdmitsWithTheRunnersDeadlineAndAllocation(t *testing.T) {
 	d := &goD{handles: map[string]*goHandle{}}
-	c, st, _ := productionCoordinator(t, 1, d)
-	if err := c.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	key := createTask(t, st)
-	first, err := c.Admit(t.Context(), AdmitRequest{PlanKey: key, Kind: words.KindReview})
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitState(t, st, first, words.Running)
+	c, st, key, first := runningAttempt(t, d, words.KindReview)
 	cancelAndWait(t, c, st, key, first)
 
 	task, err := st.Task(key)
@@ -116,16 +107,7 @@ func TestRetryAdmitsWithTheRunnersDeadlineAndAllocation(t *testing.T) {
 // kills: runner/status.go:Coordinator.Status:swap-steps:38aa9549
 func TestStatusLabelsTheCurrentAttemptAsItsLabel(t *testing.T) {
 	d := &goD{handles: map[string]*goHandle{}}
-	c, st, _ := productionCoordinator(t, 1, d)
-	if err := c.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	key := createTask(t, st)
-	id, err := c.Admit(t.Context(), AdmitRequest{PlanKey: key, Kind: words.KindReview})
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitState(t, st, id, words.Running)
+	c, st, key, id := runningAttempt(t, d, words.KindReview)
 	s, err := c.Status(key)
 	if err != nil {
 		t.Fatal(err)
@@ -303,16 +285,7 @@ func (findingD) InspectTaskChanges(_ context.Context, _ dadapter.TaskFilesystems
 // kills: runner/settlement.go:Coordinator.publishResult:swap-steps:b338e836
 func TestAnAuditFindingIsWrittenWithThePublication(t *testing.T) {
 	d := &goD{handles: map[string]*goHandle{}}
-	c, st, _ := productionCoordinator(t, 1, findingD{d})
-	if err := c.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	key := createTask(t, st)
-	id, err := c.Admit(t.Context(), AdmitRequest{PlanKey: key, Kind: words.KindExecute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitState(t, st, id, words.Running)
+	c, st, key, id := runningAttempt(t, findingD{d}, words.KindExecute)
 	settleHandle(t, d, id, dadapter.Settlement{Output: []byte(`{"ok":true}`)})
 	awaitSlotsFree(t, c)
 
@@ -337,16 +310,7 @@ func TestAnAuditFindingIsWrittenWithThePublication(t *testing.T) {
 // kills: runner/settlement.go:Coordinator.finishAfterSettle:swap-steps:d3c830a7
 func TestAFailedWritableAttemptKeepsItsPartialOutputRef(t *testing.T) {
 	d := &goD{handles: map[string]*goHandle{}}
-	c, st, _ := productionCoordinator(t, 1, d)
-	if err := c.Open(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	key := createTask(t, st)
-	id, err := c.Admit(t.Context(), AdmitRequest{PlanKey: key, Kind: words.KindExecute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitState(t, st, id, words.Running)
+	c, st, _, id := runningAttempt(t, d, words.KindExecute)
 	settleHandle(t, d, id, dadapter.Settlement{ExitCode: 1, Diagnostic: "the agent exited 1"})
 	awaitSlotsFree(t, c)
 
