@@ -192,8 +192,11 @@ func (c *Coordinator) finish(inv *invocation, s settlement) {
 		line += "; diagnostic: " + short(d)
 	}
 	c.trace("%s", line)
-	c.release(inv)
+	// The caller hears its outcome before release can close Close's
+	// channel, as on the unsaved path above: shutdown goes on from that
+	// channel to close the Store.
 	c.deliver(inv, s.res)
+	c.release(inv)
 }
 
 func (c *Coordinator) deliver(inv *invocation, r Result) {

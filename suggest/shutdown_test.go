@@ -221,3 +221,41 @@ func TestFailLeftoversWhoseEventNeverRan(t *testing.T) {
 		t.Fatalf("FailLeftovers: %d, %v", n, err)
 	}
 }
+
+// TestCloseEndsAfterTheLastOutcomeReachesItsCaller: Close's channel
+// closes once "all providers settle", and the app's shutdown goes on from
+// there to close the Store. So the last request's outcome reaches its
+// caller (OnSettled) before the channel closes, whether its terminal write
+// succeeded or not: a caller told after the close would act on a Store
+// that shutdown is closing.
+func TestCloseEndsAfterTheLastOutcomeReachesItsCaller(t *testing.T) {
+	for _, saved := range []bool{true, false} {
+		name := map[bool]string{true: "saved", false: "not saved"}[saved]
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t)
+			var done <-chan struct{}
+			var closedWhenTold []bool
+			req := w.request(w.key, store.ModeSuggestion)
+			req.OnSettled = func(suggest.Result) { closedWhenTold = append(closedWhenTold, closed(done)) }
+			if _, err := w.c.Start(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			h := w.prov.handles[len(w.prov.handles)-1]
+			done = w.c.Close()
+			w.loop.Drain()
+			if !saved {
+				if err := w.fp.Enable("store/commit", "return"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			w.fail(h, "context canceled")
+			w.fp.Disable("store/commit")
+			if !closed(done) {
+				t.Fatal("Close still waits after its only provider settled")
+			}
+			if !reflect.DeepEqual(closedWhenTold, []bool{false}) {
+				t.Fatalf("OnSettled calls, each saying whether Close's channel was already closed: %v; want one, before it closed", closedWhenTold)
+			}
+		})
+	}
+}
