@@ -1,7 +1,7 @@
 # codeboost: the two commands a new user needs are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build test fuzz fuzz-parse scenarios vet staticcheck bite reanchor bench demo replay race mutate mutate-all docker soak leaks
+.PHONY: build test fuzz fuzz-parse scenarios vet staticcheck bite reanchor bench demo replay race mutate mutate-all docker soak leaks leaks-list
 
 # staticcheck is pinned; `go run pkg@version` fetches it from the module proxy.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -99,10 +99,23 @@ soak:
 	CODEBOOST_SOAK=$(SOAK) $(GO) test -count=1 -timeout 90m -run 'TestServeRunsAPlanInContainers|TestServeKilledAtEachPoint' -v ./e2e
 
 # leaks fails if any container, volume or network carries a codeboost label
-# (io.codeboost.*): CI runs it after the tests.
+# (io.codeboost.*): CI runs it after the tests. LEAKS_BEFORE names a file
+# that `make leaks-list` wrote before the tests: the objects it lists were
+# on the engine before this run (a killed earlier process's, on a shared
+# engine) and are reported, not counted; the comparison is by ID or name,
+# as the engine prints labels in no fixed order.
+LEAKS_BEFORE ?=
+LEAK_LIST = { docker ps -a --format '{{.ID}} {{.Labels}}'; docker volume ls --format '{{.Name}} {{.Labels}}'; \
+	docker network ls --format '{{.Name}} {{.Labels}}'; } | grep 'io\.codeboost\.' || true
+leaks-list:
+	@$(LEAK_LIST)
 leaks:
-	@left=$$( { docker ps -a --format '{{.ID}} {{.Labels}}'; docker volume ls --format '{{.Name}} {{.Labels}}'; \
-		docker network ls --format '{{.Name}} {{.Labels}}'; } | grep 'io\.codeboost\.' || true); \
+	@left=$$($(LEAK_LIST)); \
+	if [ -n "$(LEAKS_BEFORE)" ] && [ -s "$(LEAKS_BEFORE)" ]; then \
+		old=$$(echo "$$left" | awk 'NR==FNR { before[$$1] = 1; next } ($$1 in before)' "$(LEAKS_BEFORE)" -); \
+		left=$$(echo "$$left" | awk 'NR==FNR { before[$$1] = 1; next } !($$1 in before)' "$(LEAKS_BEFORE)" -); \
+		if [ -n "$$old" ]; then echo "codeboost objects that were on the engine before this run (not counted):"; echo "$$old"; fi; \
+	fi; \
 	if [ -n "$$left" ]; then echo "codeboost objects left on the engine:"; echo "$$left"; exit 1; fi; \
 	echo "no codeboost object is left on the engine"
 
