@@ -1,0 +1,131 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/dadapter/dtest"
+)
+
+// TestCloneParentMustLieUnderTheRunnersDirectory guards CreateTaskClone's
+// one source of the runner owner: the contract gives the call none, so it
+// is read from the parent, which must lie under <RunnerRoot>/<owner>/. The
+// runner's own directory is not under itself: a clone there would be made
+// beside the runner's repositories and attempt directories, in a place
+// whose removal no attempt owns, so it is refused like a parent outside
+// the runner root, before anything is written (not even the runner-owned
+// repository) and before any engine call (the D's engine does not exist).
+// Every refusal is the parent check's, naming the parent, not a later
+// step's complaint about a path it was never meant to see.
+// Sweep survivor (seed 31337): dadapter/docker/clone.go:D.runnerOf:drop-guard:c796c398.
+func TestCloneParentMustLieUnderTheRunnersDirectory(t *testing.T) {
+	noEngine, err := client.New(client.WithHost("unix://" + filepath.Join(t.TempDir(), "no-engine.sock")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { noEngine.Close() })
+	root := t.TempDir()
+	d, err := New(Options{Client: noEngine, RunnerRoot: root, HelperImage: "codeboost-helper:none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, head := userRepo(t)
+	runner := dtest.NewToken()
+	for name, parent := range map[string]string{
+		"the runner's own directory": filepath.Join(root, runner),
+		"the runner root":            root,
+		"outside the runner root":    t.TempDir(),
+		"not a runner's directory":   filepath.Join(root, "attempts", dtest.NewID()),
+		"a relative path":            filepath.Join(runner, "attempts", dtest.NewID()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if filepath.IsAbs(parent) {
+				if err := os.MkdirAll(parent, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := clone(t, context.Background(), d, parent, dadapter.Source{Repository: repo, Commit: head}, nil)
+			if err == nil {
+				t.Fatalf("a clone under %s was made: %+v", parent, c)
+			}
+			if !strings.Contains(err.Error(), "is not under "+root+"/<runner owner>/") || !strings.Contains(err.Error(), parent) {
+				t.Errorf("the refusal says %q, want the parent check's, naming %s", err, parent)
+			}
+		})
+	}
+	if entries, err := os.ReadDir(filepath.Join(root, runner)); err != nil || len(entries) > 0 {
+		t.Errorf("the refused clones left %v in the runner's directory (%v)", entries, err)
+	}
+}
+
+// TestAbortedCommitReportsTheAbort guards CommitTaskChanges' answer when
+// it is aborted while its container runs: the abort is the error (F tells
+// an abort from a failed commit by it, and records no refusal for it), not
+// a complaint about output the container never got to write. The abort is
+// pinned to the attach, held by the proxy until the context ends, so the
+// helper container exists but has said nothing; it is removed before done.
+// Sweep survivor (seed 31337): dadapter/docker/commit.go:D.commit:ignore-error:31d5f59c~2.
+func TestAbortedCommitReportsTheAbort(t *testing.T) {
+	w := newWorld(t)
+	p := newProxy(t, w.cli)
+	d := w.adapter(p.newClient(t), hungOptions)
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
+	lend(t, d, st)
+	p.Stall(func(r string) bool { return strings.Contains(r, "/attach") })
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // abort once the commit's attach is held
+		deadline := time.Now().Add(time.Minute)
+		for len(p.Held()) == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+	}()
+	b, err := commit(t, ctx, d, st)
+	t.Logf("the aborted commit: %v", err)
+	if !errors.Is(err, context.Canceled) || b.Commit != "" || b.Data != nil {
+		t.Errorf("commit aborted at its attach: %+v, %v; want no bundle and Canceled", b, err)
+	}
+	if len(p.Held()) == 0 {
+		t.Errorf("no attach was held: the commit was not aborted while its container was there")
+	}
+	p.Resume()
+	if h := w.helpers(st.owner.AllocationID); len(h) > 0 {
+		t.Errorf("left: %v", h)
+	}
+}
+
+// TestExportAbortedWithACauseGetsContextsError guards the rule that an
+// engine call cut short by an abort failed because of the abort (stopped):
+// F's abort may carry a cause (context.WithCancelCause), which the HTTP
+// transport returns in place of context.Canceled, so the engine call's own
+// error no longer says it was an abort. The export and the commit must
+// still fail with the context's error, so that F reads an abort as one
+// and not as an engine that failed, and must leave no helper container.
+// Sweep survivor (seed 31337): dadapter/docker/containers.go:stopped:ignore-error:92d7907f.
+func TestExportAbortedWithACauseGetsContextsError(t *testing.T) {
+	s := newSeeded(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("the attempt was cancelled by its user")
+	cancel(cause)
+	if _, err := export(t, ctx, s.d, s.st, 1<<20); !errors.Is(err, context.Canceled) {
+		t.Errorf("export aborted with a cause: %v, want Canceled", err)
+	} else {
+		t.Logf("the aborted export: %v", err)
+	}
+	if _, err := commit(t, ctx, s.d, s.st); !errors.Is(err, context.Canceled) {
+		t.Errorf("commit aborted with a cause: %v, want Canceled", err)
+	}
+	if h := s.helpers(s.st.owner.AllocationID); len(h) > 0 {
+		t.Errorf("left: %v", h)
+	}
+}
