@@ -69,7 +69,7 @@ func cancelAndWait(t *testing.T, c *Coordinator, st *store.Store, key, attemptID
 // deadline of "now" and no allocation ID, so its preparation would time out
 // at once and startup recovery could match no task storage to it.
 //
-// kills: runner/actions.go:Coordinator.admitAction:swap-steps:e986bb06
+// Kills the sweep's runner/actions.go:Coordinator.admitAction:swap-steps:e986bb06.
 func TestRetryAdmitsWithTheRunnersDeadlineAndAllocation(t *testing.T) {
 	d := &goD{handles: map[string]*goHandle{}}
 	c, st, key, first := runningAttempt(t, d, words.KindReview)
@@ -104,7 +104,7 @@ func TestRetryAdmitsWithTheRunnersDeadlineAndAllocation(t *testing.T) {
 // (with the stop and marker facts); written before, it would hold the
 // empty string, and the page would show the running attempt with no label.
 //
-// kills: runner/status.go:Coordinator.Status:swap-steps:38aa9549
+// Kills the sweep's runner/status.go:Coordinator.Status:swap-steps:38aa9549.
 func TestStatusLabelsTheCurrentAttemptAsItsLabel(t *testing.T) {
 	d := &goD{handles: map[string]*goHandle{}}
 	c, st, key, id := runningAttempt(t, d, words.KindReview)
@@ -213,7 +213,7 @@ func (l *heldGoLoop) setHold(on bool) {
 // and turn the failure into a cancel (and the task into needs human),
 // although the job had already ended for another reason.
 //
-// kills: runner/admission.go:Coordinator.startJob:swap-steps:9c262835
+// Kills the sweep's runner/admission.go:Coordinator.startJob:swap-steps:9c262835.
 func TestAJobThatEndsInItsAdmissionLeavesNoTimerBehind(t *testing.T) {
 	dir := t.TempDir()
 	clock := &manualClock{now: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)}
@@ -282,7 +282,7 @@ func (findingD) InspectTaskChanges(_ context.Context, _ dadapter.TaskFilesystems
 // the attempt would complete with no finding and the task would not stop
 // for a person.
 //
-// kills: runner/settlement.go:Coordinator.publishResult:swap-steps:b338e836
+// Kills the sweep's runner/settlement.go:Coordinator.publishResult:swap-steps:b338e836.
 func TestAnAuditFindingIsWrittenWithThePublication(t *testing.T) {
 	d := &goD{handles: map[string]*goHandle{}}
 	c, st, key, id := runningAttempt(t, findingD{d}, words.KindExecute)
@@ -307,7 +307,7 @@ func TestAnAuditFindingIsWrittenWithThePublication(t *testing.T) {
 // terminal write; put after, the row would be written without it and the
 // saved diff would be unreachable from the attempt.
 //
-// kills: runner/settlement.go:Coordinator.finishAfterSettle:swap-steps:d3c830a7
+// Kills the sweep's runner/settlement.go:Coordinator.finishAfterSettle:swap-steps:d3c830a7.
 func TestAFailedWritableAttemptKeepsItsPartialOutputRef(t *testing.T) {
 	d := &goD{handles: map[string]*goHandle{}}
 	c, st, _, id := runningAttempt(t, d, words.KindExecute)
@@ -350,7 +350,7 @@ func (d *treeD) Start(in dadapter.InvocationInput) (dadapter.Handle, error) {
 // with an empty tree, and no submodule directory would be mounted
 // read-only.
 //
-// kills: runner/tree.go:Coordinator.treeChecked:swap-steps:f2480a19
+// Kills the sweep's runner/tree.go:Coordinator.treeChecked:swap-steps:f2480a19.
 func TestTheCheckedTreeReachesTheStartCall(t *testing.T) {
 	g := &goD{handles: map[string]*goHandle{}}
 	d := &treeD{goD: g, trees: map[string]dadapter.TaskTree{}}
@@ -398,7 +398,7 @@ func (l *traceLines) index(prefix string) int {
 // (a person reading it after a shutdown that closed admission late would
 // otherwise look for admissions that raced the stops).
 //
-// kills: runner/shutdown.go:Coordinator.StopJobs:swap-steps:e2ef596b
+// Kills the sweep's runner/shutdown.go:Coordinator.StopJobs:swap-steps:e2ef596b.
 func TestStopJobsClosesAdmissionBeforeStoppingJobs(t *testing.T) {
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "db"), store.Options{Now: time.Now, IDs: ids.Random{}})
@@ -445,7 +445,7 @@ func TestStopJobsClosesAdmissionBeforeStoppingJobs(t *testing.T) {
 // failed: …". The error is wrapped before recoveryFailed records it;
 // wrapped after, the report would carry only the Store's bare error.
 //
-// kills: runner/recovery.go:Coordinator.finalize:swap-steps:109b2cdf
+// Kills the sweep's runner/recovery.go:Coordinator.finalize:swap-steps:109b2cdf.
 func TestFinalizationFailureIsNamedInTheRecoveryError(t *testing.T) {
 	dir := t.TempDir()
 	fps := failpoints.New()
@@ -510,7 +510,7 @@ func (d *noBaselineD) ExportTaskDiff(_ context.Context, _ dadapter.TaskFilesyste
 // would miss the finalization that step(i+1) runs at once, and the row
 // would say only "Interrupted".
 //
-// kills: runner/recovery.go:Coordinator.exportPhase:swap-steps:61df6ec4
+// Kills the sweep's runner/recovery.go:Coordinator.exportPhase:swap-steps:61df6ec4.
 func TestRecoverySaysWhyAStorageWithoutBaselineWasNotExported(t *testing.T) {
 	c, st, loop := productionCoordinator(t, 1, &goD{handles: map[string]*goHandle{}})
 	key := createTask(t, st)

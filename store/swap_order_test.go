@@ -29,7 +29,7 @@ import (
 // set is cleared before the lock is let go: cleared after, the clear
 // would race with the other goroutines' reads and writes of the set.
 //
-// kills: store/open.go:Store.prepareSeen:swap-steps:45a1f785 (race pass)
+// Kills the sweep's store/open.go:Store.prepareSeen:swap-steps:45a1f785 (in the race pass).
 func TestConcurrentReadsShareTheStatementCache(t *testing.T) {
 	e := newEnv(t)
 	var keys []string
@@ -64,7 +64,7 @@ func TestConcurrentReadsShareTheStatementCache(t *testing.T) {
 // cache under stmtMu; emptied after the Unlock, the nil write would race
 // with the other goroutine's cache lookups, which take stmtMu.
 //
-// kills: store/open.go:Store.Close:swap-steps:b2463a74 (race pass)
+// Kills the sweep's store/open.go:Store.Close:swap-steps:b2463a74 (in the race pass).
 func TestCloseWhileATransactionRuns(t *testing.T) {
 	// Each round's meeting is left to the scheduler; several rounds make
 	// it very likely that one lookup lands between Close's Unlock and the
@@ -117,7 +117,7 @@ func closeWhileATransactionRuns(t *testing.T) {
 // "replayed": true. Replayed is set from what the read found, after the
 // read; set before it, it would always be false.
 //
-// kills: store/useractions.go:Store.SavedAction:swap-steps:b97c04d7
+// Kills the sweep's store/useractions.go:Store.SavedAction:swap-steps:b97c04d7.
 func TestSavedActionSaysItIsAReplay(t *testing.T) {
 	e := newEnv(t)
 	key := e.newTask("")
@@ -145,7 +145,7 @@ func TestSavedActionSaysItIsAReplay(t *testing.T) {
 // only the discarded copy, and a replay of the merge click would answer
 // the whole unbounded reason.
 //
-// kills: store/useractions.go:Tx.updateSavedResponse:swap-steps:8f270569
+// Kills the sweep's store/useractions.go:Tx.updateSavedResponse:swap-steps:8f270569.
 func TestMergeOutcomeResponseIsBounded(t *testing.T) {
 	e := newEnv(t)
 	key := e.newTask(words.StatusInReview)
@@ -184,7 +184,7 @@ func TestMergeOutcomeResponseIsBounded(t *testing.T) {
 // it encodes the response; bounded after, the saved JSON (well under
 // MaxResponse here) would keep the whole message.
 //
-// kills: store/useractions.go:Tx.saveAction:swap-steps:8f270569
+// Kills the sweep's store/useractions.go:Tx.saveAction:swap-steps:8f270569.
 func TestSavedResponseMessageIsBounded(t *testing.T) {
 	e := newEnv(t)
 	key := e.newTask("")

@@ -40,7 +40,7 @@ func (l *postHookLoop) Post(fn func()) {
 // be admitted: a provider started after shutdown had aborted everything,
 // which no abort ever reaches.
 //
-// kills: suggest/shutdown.go:Coordinator.Close:swap-steps:bb7de7ed
+// Kills the sweep's suggest/shutdown.go:Coordinator.Close:swap-steps:bb7de7ed.
 func TestCloseRefusesBeforeItsEventRuns(t *testing.T) {
 	var loop *postHookLoop
 	w := newWorld(t, func(cfg *suggest.Config) {
