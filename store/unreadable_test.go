@@ -29,6 +29,8 @@ import (
 // on as if it were real), and never turned into a refusal.
 //
 // kills: mutant/unreadable-context-ignored mutant/plan-item-scan-error-ignored
+// Kills the sweep's store/questions.go:Tx.FailLeftoverQuestions:ignore-error:a6bcae9d
+// and store/planrun.go:Tx.StaleApprovals:ignore-error:fb58bef3 (seed 8675309).
 func TestUnreadableRowIsAnError(t *testing.T) {
 	inView := func(read func(tx *store.Tx, key string, a store.Attempt) error) func(e *env, key string, a store.Attempt) error {
 		return func(e *env, key string, a store.Attempt) error {
@@ -99,6 +101,23 @@ func TestUnreadableRowIsAnError(t *testing.T) {
 			// attempts.id is a TEXT PRIMARY KEY of a rowid table too.
 			e.rawExec(`UPDATE attempts SET diagnostic_ref = 'x.diff', id = NULL WHERE id = ?`, a.ID)
 		}, inView(func(tx *store.Tx, key string, a store.Attempt) error { _, err := tx.DiagnosticRefs(); return err })},
+		{"leftover question", func(e *env, key string, a store.Attempt) {
+			// questions.id is a TEXT PRIMARY KEY of a rowid table too: the
+			// question's ID would come back empty, and failing "no
+			// question" would answer a damaged row with a refusal.
+			id := e.ask(key, nil)
+			e.rawExec(`UPDATE questions SET id = NULL WHERE id = ?`, id)
+		}, func(e *env, key string, a store.Attempt) error {
+			return e.s.Update(func(tx *store.Tx) error { _, err := tx.FailLeftoverQuestions("Server stopped"); return err })
+		}},
+		{"stale approval", func(e *env, key string, a store.Attempt) {
+			// An approval from before the latest choice: the gate's own read
+			// (review_version > the latest choice) passes it by, the list of
+			// stale approvals reads it. Read as item 0, it would mark an
+			// item the plan does not have.
+			e.approveAll(key)
+			e.rawExec(`UPDATE approvals SET item = 'second', review_version = 0 WHERE plan_key = ? AND item = 2`, key)
+		}, inView(func(tx *store.Tx, key string, a store.Attempt) error { _, err := tx.StaleApprovals(key); return err })},
 		{"saved response", func(e *env, key string, a store.Attempt) {
 			e.rawExec(`INSERT INTO user_actions (plan_key, action_id, kind, request_hash, response, created_at) VALUES (?, ?, 'note', ?, '{', 0)`,
 				key, actionA, store.RequestHash("note", "again"))
