@@ -78,3 +78,18 @@ func TestAcquireWithoutADatabasePath(t *testing.T) {
 		t.Fatalf("a refused Acquire made %v in the home directory", entries)
 	}
 }
+
+// TestCheckDirSaysWhyItCannotLook: the owner and mode check runs on a path
+// resolved a moment earlier; a directory that went missing in between (or
+// cannot be looked at) is refused with the look's own error, which names
+// the path and the reason, never as an unsafe directory ("is not a
+// directory"), which would send the user looking for a file or a symlink
+// that is not there.
+// Sweep survivor (seed 8675309): runner/lock/lock.go:checkDir:ignore-error:a7d4d16e.
+func TestCheckDirSaysWhyItCannotLook(t *testing.T) {
+	gone := filepath.Join(t.TempDir(), "removed-after-resolve")
+	err := checkDir(gone)
+	if err == nil || !errors.Is(err, os.ErrNotExist) || errors.Is(err, ErrUnsafeDirectory) || !strings.Contains(err.Error(), gone) {
+		t.Fatalf("checkDir(%s) = %v, want the look's own error naming it (no such file), not an unsafe directory", gone, err)
+	}
+}
