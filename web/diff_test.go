@@ -17,6 +17,7 @@ import (
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/gitrepo"
+	"github.com/codeboost/codeboost/words"
 )
 
 // completedAttempt starts parser-fix's first item and completes it with
@@ -222,5 +223,41 @@ func TestDiffViewReadFailure(t *testing.T) {
 	r = getDiffView(t, w.url, a)
 	if r.status != 200 || r.body != "diff --git a/parse.go b/parse.go\n"+diffBrokenLine {
 		t.Fatalf("a read that broke off: %d %q", r.status, r.body)
+	}
+}
+
+// TestDiffViewSavedPartialOutputReadFailure: saved partial output that is
+// there but cannot be read (here its file was replaced by a directory) is a
+// storage error (500) that says so, never an empty diff answered 200,
+// which would read as "the agent changed nothing".
+// Sweep survivor (seed 8675309): web/stream.go:Server.getDiff:ignore-error:31d5f59c~2.
+func TestDiffViewSavedPartialOutputReadFailure(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	waitRunning(w, a)
+	w.setDiff(a, "diff --git a/parse.go b/parse.go\n")
+	w.settle(a, dadapter.Settlement{ExitCode: 1, Output: []byte("boom")})
+	waitUntil(t, "the saved partial output of "+a, func() bool {
+		at, err := w.store.Attempt(a)
+		return err == nil && at.DiagnosticRef != "" && at.State == words.Failed
+	})
+	if r := getDiffView(t, w.url, a); r.status != http.StatusOK || !strings.Contains(r.body, "diff --git") {
+		t.Fatalf("the saved partial output: %d %q", r.status, r.body)
+	}
+	at, err := w.store.Attempt(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(w.run.DiagnosticsDir(), at.DiagnosticRef)
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(file, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := getDiffView(t, w.url, a)
+	if r.status != http.StatusInternalServerError || errorCode(t, r.body) != codeStorage || !strings.Contains(r.body, "could not be read") {
+		t.Fatalf("unreadable saved partial output: %d %s, want 500 %s", r.status, r.body, codeStorage)
 	}
 }
