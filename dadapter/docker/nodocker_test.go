@@ -1,0 +1,194 @@
+package docker
+
+// The tests of this file need no Docker engine: they call the adapter's
+// pure parts (the bundle header, the recovery plan, the host
+// configuration) or give it a fake engine on a socket of their own.
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/dadapter/dtest"
+)
+
+// TestBundleRefTakesOnlyOneCommitOnTheBase: the commit container's bundle
+// is the agent's work as one commit on the attempt's base, and the header
+// is all F trusts of it before fetching: exactly one ref, exactly one
+// prerequisite, and that prerequisite the base. A bundle with a second
+// ref (a branch the agent made), no prerequisite (a whole history) or
+// another base (work on a commit the attempt was not given) is refused
+// before the runner-owned repository fetches it. No Docker is needed: the
+// header is parsed from bytes.
+// Sweep survivor (seed 8675309): dadapter/docker/commit.go:bundleRef:drop-guard:fe84e251.
+func TestBundleRefTakesOnlyOneCommitOnTheBase(t *testing.T) {
+	base := strings.Repeat("b", 40)
+	work := strings.Repeat("c", 40)
+	other := strings.Repeat("d", 40)
+	bundle := func(header ...string) []byte {
+		return []byte("# v2 git bundle\n" + strings.Join(header, "\n") + "\n\nPACK")
+	}
+	got, err := bundleRef(bundle("-"+base+" the base", work+" refs/heads/work"), base)
+	if err != nil || got != work {
+		t.Fatalf("one ref on the base: %q, %v; want %s", got, err, work)
+	}
+	for name, b := range map[string][]byte{
+		"two refs":             bundle("-"+base+" the base", work+" refs/heads/work", other+" refs/heads/more"),
+		"no ref":               bundle("-" + base + " the base"),
+		"no prerequisite":      bundle(work + " refs/heads/work"),
+		"two prerequisites":    bundle("-"+base+" the base", "-"+other+" another", work+" refs/heads/work"),
+		"another prerequisite": bundle("-"+other+" another", work+" refs/heads/work"),
+	} {
+		if got, err := bundleRef(b, base); err == nil || !strings.Contains(err.Error(), "want one ref on "+base) {
+			t.Errorf("%s: %q, %v; want the header refused", name, got, err)
+		}
+	}
+}
+
+// TestRecoveryRemovesNetworksLast: the engine refuses to remove a network
+// a container is still attached to, so recovery's removal plan lists every
+// leftover container before any network, whatever their names (here the
+// network's name sorts first). By name alone, the network's removal would
+// fail while the agent container that uses it is still there, and recovery
+// would report a leftover it was about to remove. No Docker is needed: the
+// plan is made from an inventory.
+// Sweep survivor (seed 8675309): dadapter/docker/recover.go:removalOrder:drop-guard:c2a55802.
+func TestRecoveryRemovesNetworksLast(t *testing.T) {
+	owner := dadapter.StorageOwner{RunnerOwner: dtest.NewToken(), AttemptID: dtest.NewID(), AllocationID: dtest.NewID()}
+	inventory := []object{
+		{kind: dadapter.KindContainer, id: "c2", name: "codeboost-seeder-2", labels: ownerLabels(owner, KindSeeder)},
+		{kind: dadapter.KindNetwork, id: "n1", name: "a-codeboost-network", labels: ownerLabels(owner, KindNetwork)},
+		{kind: dadapter.KindContainer, id: "c1", name: "codeboost-agent-1", labels: ownerLabels(owner, KindAgent)},
+	}
+	p := classify(inventory, owner.RunnerOwner)
+	var got []string
+	for _, o := range p.remove {
+		got = append(got, o.id)
+	}
+	if len(got) != 3 || got[0] != "c1" || got[1] != "c2" || got[2] != "n1" {
+		t.Fatalf("recovery removes %v, want the containers by name, then the network: [c1 c2 n1]", got)
+	}
+	if len(p.unowned) != 0 || len(p.storage) != 0 {
+		t.Fatalf("unowned %v, storage %v; want every object removed", p.unowned, p.storage)
+	}
+}
+
+// TestLockedDownGivesNoTmpfsWhenAskedForNone: a container D starts with
+// no /tmp asked for (tmpfsBytes 0) gets none. A tmpfs of size 0 is one
+// with no size limit at all, so "none" must mean no mount, never size=0.
+// Sweep survivor (seed 8675309): dadapter/docker/containers.go:lockedDown:boundary:ba29b4bb.
+func TestLockedDownGivesNoTmpfsWhenAskedForNone(t *testing.T) {
+	if hc := lockedDown(0); len(hc.Tmpfs) != 0 {
+		t.Fatalf("lockedDown(0) mounts %v, want no tmpfs", hc.Tmpfs)
+	}
+	if hc := lockedDown(1 << 20); hc.Tmpfs["/tmp"] != "rw,nosuid,nodev,size=1048576" {
+		t.Fatalf("lockedDown(1 MiB) mounts %v", hc.Tmpfs)
+	}
+}
+
+// fakeEngine serves h as a Docker engine on a unix socket of the test's
+// own and returns a client for it: the engine's answers are the test's,
+// and no Docker is needed. Every answer says API 1.41, as engine 20.10.
+func fakeEngine(t *testing.T, h http.HandlerFunc) (host string, cli *client.Client) {
+	t.Helper()
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "engine.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Api-Version", "1.41")
+		if strings.HasSuffix(r.URL.Path, "/_ping") {
+			w.Write([]byte("OK"))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		h(w, r)
+	}))
+	engine.Listener.Close()
+	engine.Listener = ln
+	engine.Start()
+	t.Cleanup(engine.Close)
+	host = "unix://" + ln.Addr().String()
+	cli, err = client.New(client.WithHost(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return host, cli
+}
+
+// TestOpenSaysWhyTheHelperImageCannotBeMade: an engine that answers its
+// ping but cannot give the helper image (a full disk, a storage driver
+// that fails) stops Open with the image's own error, "the helper image:"
+// and the engine's words, so the person starting codeboost reads what to
+// fix, not a configuration error about an empty helper image name that
+// nobody configured. The fake engine answers the ping and fails
+// everything else.
+// Sweep survivor (seed 8675309): dadapter/docker/open.go:Open:ignore-error:31d5f59c~2.
+func TestOpenSaysWhyTheHelperImageCannotBeMade(t *testing.T) {
+	host, _ := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"message":"write /var/lib/docker/tmp: no space left on device"}`))
+	})
+	t.Setenv("DOCKER_HOST", host)
+	t.Setenv("DOCKER_TLS_VERIFY", "")
+	t.Setenv("DOCKER_CERT_PATH", "")
+	t.Setenv("DOCKER_API_VERSION", "")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := Open(ctx, Options{RunnerRoot: t.TempDir()})
+	if err == nil {
+		d.Close()
+		t.Fatal("Open succeeded with an engine that cannot give the helper image")
+	}
+	if !strings.HasPrefix(err.Error(), "the helper image: ") || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("Open = %v, want the helper image's own error with the engine's words", err)
+	}
+}
+
+// TestRecoveryRefusedWhenStorageIsAllocatedDuringIt: recovery checks, as
+// it starts, that this process holds nothing of the runner's, and again,
+// under the lock, as it issues the recovered handles: task storage of the
+// runner allocated while it listed the engine (here, as the engine
+// answers the container list) means that the runner is not a crashed
+// one, and recovery is refused, issuing no handle, rather than handing
+// back leftovers beside live storage.
+// Sweep survivor (seed 8675309): dadapter/docker/recover.go:D.recoverLeftovers:ignore-error:873c21e2.
+func TestRecoveryRefusedWhenStorageIsAllocatedDuringIt(t *testing.T) {
+	owner := dtest.NewToken()
+	var d *D
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/containers/json"):
+			live := &storage{owner: dadapter.StorageOwner{RunnerOwner: owner, AttemptID: dtest.NewID(), AllocationID: dtest.NewID()}}
+			d.mu.Lock()
+			d.held[live.owner.AllocationID] = live
+			d.mu.Unlock()
+			w.Write([]byte(`[]`))
+		case strings.HasSuffix(r.URL.Path, "/volumes"):
+			w.Write([]byte(`{"Volumes":[],"Warnings":null}`))
+		case strings.HasSuffix(r.URL.Path, "/networks"):
+			w.Write([]byte(`[]`))
+		default:
+			w.WriteHeader(http.StatusNotImplemented)
+			w.Write([]byte(`{"message":"not in this test"}`))
+		}
+	})
+	d, err := New(Options{Client: cli, RunnerRoot: t.TempDir(), HelperImage: "codeboost-helper:none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := recoverWith(t, d, owner)
+	if err == nil || !strings.Contains(err.Error(), "holds task storage") || len(r.Storage) > 0 {
+		t.Fatalf("recovery while storage was allocated during it: %+v, %v; want a refusal and no handle", r, err)
+	}
+}
