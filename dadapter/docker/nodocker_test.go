@@ -192,3 +192,44 @@ func TestRecoveryRefusedWhenStorageIsAllocatedDuringIt(t *testing.T) {
 		t.Fatalf("recovery while storage was allocated during it: %+v, %v; want a refusal and no handle", r, err)
 	}
 }
+
+// TestBoundKeepsADiagnosticOfExactlyTheBound: a diagnostic of exactly
+// maxDiagnostic bytes is kept whole; only a longer one is cut, on a rune
+// boundary, with "…" in the bytes it gives up.
+// Sweep survivor (seed 8675309): dadapter/docker/start.go:bound:boundary:f7076859.
+func TestBoundKeepsADiagnosticOfExactlyTheBound(t *testing.T) {
+	exact := strings.Repeat("a", maxDiagnostic)
+	if got := bound(exact); got != exact {
+		t.Fatalf("bound of %d bytes cut it to %d", len(exact), len(got))
+	}
+	long := strings.Repeat("é", maxDiagnostic) // two bytes each
+	got := bound(long)
+	if len(got) > maxDiagnostic || !strings.HasSuffix(got, "…") || !strings.HasPrefix(long, strings.TrimSuffix(got, "…")) {
+		t.Fatalf("bound of %d bytes: %d bytes ending %q", len(long), len(got), got[len(got)-8:])
+	}
+}
+
+// TestCheckVolumesSaysWhyItCannotLook: before a helper container reads
+// task storage, both volumes are inspected to prove they are still the
+// storage's own. An inspect the engine fails is reported as that failure
+// ("inspect volume …" and the engine's words), which is what the
+// attempt's diagnostic then shows ("Partial output could not be
+// exported: …"); it is never reported as a volume that lost its labels,
+// which would tell the person that someone replaced the volume.
+// Sweep survivor (seed 8675309): dadapter/docker/storage.go:D.checkVolumes:ignore-error:31d5f59c.
+func TestCheckVolumesSaysWhyItCannotLook(t *testing.T) {
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"message":"error while reading the volume's metadata: input/output error"}`))
+	})
+	d, err := New(Options{Client: cli, RunnerRoot: t.TempDir(), HelperImage: "codeboost-helper:none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := dadapter.StorageOwner{RunnerOwner: dtest.NewToken(), AttemptID: dtest.NewID(), AllocationID: dtest.NewID()}
+	s := &storage{owner: owner, work: "codeboost-task-work-" + owner.AllocationID, meta: "codeboost-task-meta-" + owner.AllocationID}
+	err = d.checkVolumes(context.Background(), s)
+	if err == nil || !strings.HasPrefix(err.Error(), "inspect volume "+s.work+": ") || !strings.Contains(err.Error(), "input/output error") {
+		t.Fatalf("checkVolumes with an engine that fails the inspect: %v, want the inspect's own error", err)
+	}
+}
