@@ -261,3 +261,19 @@ func TestDiffViewSavedPartialOutputReadFailure(t *testing.T) {
 		t.Fatalf("unreadable saved partial output: %d %s, want 500 %s", r.status, r.body, codeStorage)
 	}
 }
+
+// TestDiffViewOfAnAttemptWithNothingSaved: an attempt with no commit and
+// no saved partial output (here one still running) is a 404 that says so,
+// not a read of a diagnostics file it does not name, which would fail and
+// be answered as a storage error.
+// Sweep survivor (seed 8675309): web/stream.go:Server.getDiff:drop-guard:0c26e0e4.
+func TestDiffViewOfAnAttemptWithNothingSaved(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	waitRunning(w, a)
+	r := getDiffView(t, w.url, a)
+	if r.status != http.StatusNotFound || errorCode(t, r.body) != codeNotFound || !strings.Contains(r.body, "has no commit and no saved partial output") {
+		t.Fatalf("the diff view of a running attempt: %d %s, want 404 %s", r.status, r.body, codeNotFound)
+	}
+}
