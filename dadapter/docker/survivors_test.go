@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,5 +128,95 @@ func TestExportAbortedWithACauseGetsContextsError(t *testing.T) {
 	}
 	if h := s.helpers(s.st.owner.AllocationID); len(h) > 0 {
 		t.Errorf("left: %v", h)
+	}
+}
+
+// plantForeign plants, under name, a volume or a container that carries no
+// label of codeboost's (another program's object), and removes it when the
+// test ends: the leak check would not see it.
+func (w *world) plantForeign(kind dadapter.ResourceKind, name string) {
+	w.t.Helper()
+	w.plant(kind, name, nil)
+	w.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var err error
+		if kind == dadapter.KindVolume {
+			_, err = w.cli.VolumeRemove(ctx, name, client.VolumeRemoveOptions{Force: true})
+		} else {
+			_, err = w.cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true})
+		}
+		if err != nil {
+			w.t.Errorf("remove the planted %s %s: %v", kind, name, err)
+		}
+	})
+}
+
+// TestStorageRefusesForeignObjectsUnderItsNames: an allocation makes its
+// work volume, its meta volume and its keeper under names made from its
+// ID. Another program's object already under one of the later names (the
+// meta volume: the engine hands back the existing volume, whose labels are
+// not the allocation's; the keeper: the engine refuses the name) refuses
+// the allocation with that object named, removes what the allocation made,
+// and leaves the other program's object alone. Going on would seed task
+// storage into a volume the runner does not own, or with no keeper to
+// hold its volumes.
+// Sweep survivors (seed 8675309): dadapter/docker/storage_ops.go:allocation.run:ignore-error:31d5f59c~2
+// and dadapter/docker/storage_ops.go:allocation.createKeeper:ignore-error:31d5f59c.
+func TestStorageRefusesForeignObjectsUnderItsNames(t *testing.T) {
+	w := newWorld(t)
+	d := w.adapter(nil)
+	repo, head := userRepo(t)
+	src := dadapter.Source{Repository: repo, Commit: head}
+	for _, c := range []struct {
+		kind  dadapter.ResourceKind
+		part  Kind
+		wants string
+	}{
+		{dadapter.KindVolume, KindMeta, "is not this allocation's"},
+		{dadapter.KindContainer, KindKeeper, "create the keeper"},
+	} {
+		owner := newOwner(dtest.NewToken())
+		name := objectName(c.part, owner.AllocationID)
+		w.plantForeign(c.kind, name)
+		got, err := allocate(t, context.Background(), d, owner, src, nil)
+		if err == nil || !strings.Contains(err.Error(), c.wants) || !strings.Contains(err.Error(), name) {
+			t.Errorf("a foreign %s under the %s's name: %v, %v; want a refusal naming %s (%s)", c.kind, c.part, got, err, name, c.wants)
+			if err == nil {
+				w.remove(d, got)
+			}
+		}
+		if left := w.labelled(owner.AllocationID); len(left) > 0 {
+			t.Errorf("the refused allocation left %v", left)
+		}
+	}
+}
+
+// TestStorageRefusesABaseThatIsNotACommit: the base an allocation is
+// seeded from must be a commit of the user's repository. A fetch by ID
+// brings any object, a tree too, so the materialization checks what it
+// fetched and refuses a tree ("is not a commit"); the allocation fails with
+// that refusal and leaves nothing, rather than going on to a clone that
+// fails for a reason the person cannot act on.
+// Sweep survivor (seed 8675309): dadapter/docker/storage_ops.go:allocation.stage:ignore-error:51a0de03.
+func TestStorageRefusesABaseThatIsNotACommit(t *testing.T) {
+	w := newWorld(t)
+	d := w.adapter(nil)
+	repo, head := userRepo(t)
+	out, err := exec.Command("git", "-C", repo, "rev-parse", head+"^{tree}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := strings.TrimSpace(string(out))
+	owner := newOwner(dtest.NewToken())
+	got, err := allocate(t, context.Background(), d, owner, dadapter.Source{Repository: repo, Commit: tree}, nil)
+	if err == nil || !strings.Contains(err.Error(), tree+" in "+repo+" is not a commit") {
+		t.Errorf("an allocation on the tree %s: %v, %v; want the materialization's refusal", tree, got, err)
+		if err == nil {
+			w.remove(d, got)
+		}
+	}
+	if left := w.labelled(owner.AllocationID); len(left) > 0 {
+		t.Errorf("the refused allocation left %v", left)
 	}
 }
