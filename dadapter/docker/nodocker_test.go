@@ -6,6 +6,8 @@ package docker
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -231,5 +233,37 @@ func TestCheckVolumesSaysWhyItCannotLook(t *testing.T) {
 	err = d.checkVolumes(context.Background(), s)
 	if err == nil || !strings.HasPrefix(err.Error(), "inspect volume "+s.work+": ") || !strings.Contains(err.Error(), "input/output error") {
 		t.Fatalf("checkVolumes with an engine that fails the inspect: %v, want the inspect's own error", err)
+	}
+}
+
+// TestUncleanSaysWhyTheManifestCannotBeRead: the tree check found the work
+// tree unclean, but the manifest it wrote does not parse: the refusal says
+// why the manifest cannot be read, never "the script named no path", which
+// would read as a check that found nothing wrong.
+// Sweep mutant (seed 8675309, run after the sweep was stopped):
+// dadapter/docker/tree.go:unclean:ignore-error:31d5f59c.
+func TestUncleanSaysWhyTheManifestCannotBeRead(t *testing.T) {
+	stdout := []byte("not a manifest\n")
+	_, perr := parseManifest(stdout)
+	if perr == nil {
+		t.Fatal("the bad manifest parsed")
+	}
+	if got := unclean(helperOutput{stdout: stdout}, 1<<20); got != perr.Error() {
+		t.Fatalf("unclean of a manifest that does not parse: %q, want its parse error %q", got, perr)
+	}
+}
+
+// TestWalkMetaFailsOnWhatItCannotRead: the metadata baseline and the seed
+// walk the staging clone's .git; a directory the walk cannot read (here one
+// that is not there) fails the walk, never counts as empty metadata, whose
+// baseline would later match an agent's deleted .git.
+// Sweep mutant (seed 8675309, run after the sweep was stopped):
+// dadapter/docker/storage_ops.go:walkMeta:ignore-error:31d5f59c.
+func TestWalkMetaFailsOnWhatItCannotRead(t *testing.T) {
+	gone := filepath.Join(t.TempDir(), "clone", ".git")
+	var seen []string
+	err := walkMeta(gone, func(rel string, _ fs.DirEntry) error { seen = append(seen, rel); return nil })
+	if !errors.Is(err, fs.ErrNotExist) || len(seen) > 0 {
+		t.Fatalf("walkMeta of a missing .git: %v (saw %v), want the walk's own error", err, seen)
 	}
 }
