@@ -267,3 +267,21 @@ func TestWalkMetaFailsOnWhatItCannotRead(t *testing.T) {
 		t.Fatalf("walkMeta of a missing .git: %v (saw %v), want the walk's own error", err, seen)
 	}
 }
+
+// TestIsCommitIDTakesOnlyAFullSHA1: the only form of commit D passes to
+// git is 40 lowercase hex digits; an abbreviation (which git would expand
+// to whatever it matches), a longer string, an empty one or a name is
+// not one.
+// Sweep mutant (seed 8675309, run after the sweep was stopped):
+// dadapter/docker/storage_ops.go:isCommitID:drop-guard:be53ba41.
+func TestIsCommitIDTakesOnlyAFullSHA1(t *testing.T) {
+	full := strings.Repeat("0123456789abcdef", 3)[:40]
+	if !isCommitID(full) {
+		t.Errorf("%s is not taken as a commit ID", full)
+	}
+	for _, s := range []string{"", full[:7], full[:39], full + "0", strings.ToUpper(full), "HEAD", "-" + full[1:]} {
+		if isCommitID(s) {
+			t.Errorf("%q is taken as a commit ID", s)
+		}
+	}
+}
