@@ -319,7 +319,11 @@ func TestSettleWhenEngineHangs(t *testing.T) {
 // the agent's output stream and wait included. D notices on its own (the
 // wait is lost): its first reason is capture-failure, which the Cancel
 // that follows does not replace, and it settles within the cleanup window
-// with the container in Unreleased.
+// with the container in Unreleased. Its diagnostic says that the agent
+// could be neither stopped nor killed: the person reading it learns that
+// the agent may still be running, not only that it was not removed.
+// Kills the sweep's dadapter/docker/supervise.go:handle.run:ignore-error:215089d4
+// (seed 8675309, run after the sweep was stopped).
 func TestSettleWhenEngineUnreachable(t *testing.T) {
 	w := newWorld(t)
 	p, d, in, inv := w.agentBehindProxy(t, hungOptions)
@@ -332,6 +336,9 @@ func TestSettleWhenEngineUnreachable(t *testing.T) {
 	s := inv.await(d.opt.CleanupWindow + 10*time.Second)
 	t.Logf("settled %v after the engine became unreachable: %+v", s.at.Sub(dropped), s.Settlement)
 	w.checkUnreleased(s, words.StopCaptureFailure, in.AttemptID, id)
+	if !strings.Contains(s.Diagnostic, "could not stop the agent container "+short(id)) {
+		t.Errorf("diagnostic %q does not say the agent could not be stopped", s.Diagnostic)
+	}
 	w.removeLeftovers(s.Unreleased)
 }
 
