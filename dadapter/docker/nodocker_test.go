@@ -1,8 +1,9 @@
 package docker
 
 // The tests of this file need no Docker engine: they call the adapter's
-// pure parts (the bundle header, the recovery plan, the host
-// configuration) or give it a fake engine on a socket of their own.
+// pure parts (the clone's parent check, the bundle header, the recovery
+// plan, the host configuration) or give it a fake engine on a socket of
+// their own.
 
 import (
 	"context"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,6 +23,54 @@ import (
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/dtest"
 )
+
+// TestCloneParentMustLieUnderTheRunnersDirectory guards CreateTaskClone's
+// one source of the runner owner: the contract gives the call none, so it
+// is read from the parent, which must lie under <RunnerRoot>/<owner>/. The
+// runner's own directory is not under itself: a clone there would be made
+// beside the runner's repositories and attempt directories, in a place
+// whose removal no attempt owns, so it is refused like a parent outside
+// the runner root, before anything is written (not even the runner-owned
+// repository) and before any engine call (the D's engine does not exist).
+// Every refusal is the parent check's, naming the parent, not a later
+// step's complaint about a path it was never meant to see.
+// Sweep survivor (seed 31337): dadapter/docker/clone.go:D.runnerOf:drop-guard:c796c398.
+func TestCloneParentMustLieUnderTheRunnersDirectory(t *testing.T) {
+	noEngine, err := client.New(client.WithHost("unix://" + filepath.Join(t.TempDir(), "no-engine.sock")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { noEngine.Close() })
+	root := t.TempDir()
+	d := adapterOn(t, noEngine, root)
+	repo, head := userRepo(t)
+	runner := dtest.NewToken()
+	for name, parent := range map[string]string{
+		"the runner's own directory": filepath.Join(root, runner),
+		"the runner root":            root,
+		"outside the runner root":    t.TempDir(),
+		"not a runner's directory":   filepath.Join(root, "attempts", dtest.NewID()),
+		"a relative path":            filepath.Join(runner, "attempts", dtest.NewID()),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if filepath.IsAbs(parent) {
+				if err := os.MkdirAll(parent, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := clone(t, context.Background(), d, parent, dadapter.Source{Repository: repo, Commit: head}, nil)
+			if err == nil {
+				t.Fatalf("a clone under %s was made: %+v", parent, c)
+			}
+			if !strings.Contains(err.Error(), "is not under "+root+"/<runner owner>/") || !strings.Contains(err.Error(), parent) {
+				t.Errorf("the refusal says %q, want the parent check's, naming %s", err, parent)
+			}
+		})
+	}
+	if entries, err := os.ReadDir(filepath.Join(root, runner)); err != nil || len(entries) > 0 {
+		t.Errorf("the refused clones left %v in the runner's directory (%v)", entries, err)
+	}
+}
 
 // TestBundleRefTakesOnlyOneCommitOnTheBase: the commit container's bundle
 // is the agent's work as one commit on the attempt's base, and the header
@@ -64,7 +114,7 @@ func TestBundleRefTakesOnlyOneCommitOnTheBase(t *testing.T) {
 // plan is made from an inventory.
 // Sweep survivor (seed 8675309): dadapter/docker/recover.go:removalOrder:drop-guard:c2a55802.
 func TestRecoveryRemovesNetworksLast(t *testing.T) {
-	owner := dadapter.StorageOwner{RunnerOwner: dtest.NewToken(), AttemptID: dtest.NewID(), AllocationID: dtest.NewID()}
+	owner := newOwner(dtest.NewToken())
 	inventory := []object{
 		{kind: dadapter.KindContainer, id: "c2", name: "codeboost-seeder-2", labels: ownerLabels(owner, KindSeeder)},
 		{kind: dadapter.KindNetwork, id: "n1", name: "a-codeboost-network", labels: ownerLabels(owner, KindNetwork)},
@@ -127,6 +177,17 @@ func fakeEngine(t *testing.T, h http.HandlerFunc) (host string, cli *client.Clie
 	return host, cli
 }
 
+// adapterOn is an adapter on cli with a runner root of root, for a test
+// whose engine is fake or absent: its helper image is never asked for.
+func adapterOn(t *testing.T, cli *client.Client, root string) *D {
+	t.Helper()
+	d, err := New(Options{Client: cli, RunnerRoot: root, HelperImage: "codeboost-helper:none"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // TestOpenSaysWhyTheHelperImageCannotBeMade: an engine that answers its
 // ping but cannot give the helper image (a full disk, a storage driver
 // that fails) stops Open with the image's own error, "the helper image:"
@@ -171,7 +232,7 @@ func TestRecoveryRefusedWhenStorageIsAllocatedDuringIt(t *testing.T) {
 	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/containers/json"):
-			live := &storage{owner: dadapter.StorageOwner{RunnerOwner: owner, AttemptID: dtest.NewID(), AllocationID: dtest.NewID()}}
+			live := &storage{owner: newOwner(owner)}
 			d.mu.Lock()
 			d.held[live.owner.AllocationID] = live
 			d.mu.Unlock()
@@ -185,10 +246,7 @@ func TestRecoveryRefusedWhenStorageIsAllocatedDuringIt(t *testing.T) {
 			w.Write([]byte(`{"message":"not in this test"}`))
 		}
 	})
-	d, err := New(Options{Client: cli, RunnerRoot: t.TempDir(), HelperImage: "codeboost-helper:none"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = adapterOn(t, cli, t.TempDir())
 	r, err := recoverWith(t, d, owner)
 	if err == nil || !strings.Contains(err.Error(), "holds task storage") || len(r.Storage) > 0 {
 		t.Fatalf("recovery while storage was allocated during it: %+v, %v; want a refusal and no handle", r, err)
@@ -224,13 +282,10 @@ func TestCheckVolumesSaysWhyItCannotLook(t *testing.T) {
 		w.WriteHeader(http.StatusInternalServerError)
 		w.Write([]byte(`{"message":"error while reading the volume's metadata: input/output error"}`))
 	})
-	d, err := New(Options{Client: cli, RunnerRoot: t.TempDir(), HelperImage: "codeboost-helper:none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := dadapter.StorageOwner{RunnerOwner: dtest.NewToken(), AttemptID: dtest.NewID(), AllocationID: dtest.NewID()}
-	s := &storage{owner: owner, work: "codeboost-task-work-" + owner.AllocationID, meta: "codeboost-task-meta-" + owner.AllocationID}
-	err = d.checkVolumes(context.Background(), s)
+	d := adapterOn(t, cli, t.TempDir())
+	owner := newOwner(dtest.NewToken())
+	s := &storage{owner: owner, work: objectName(KindWork, owner.AllocationID), meta: objectName(KindMeta, owner.AllocationID)}
+	err := d.checkVolumes(context.Background(), s)
 	if err == nil || !strings.HasPrefix(err.Error(), "inspect volume "+s.work+": ") || !strings.Contains(err.Error(), "input/output error") {
 		t.Fatalf("checkVolumes with an engine that fails the inspect: %v, want the inspect's own error", err)
 	}

@@ -3,9 +3,7 @@ package docker
 import (
 	"context"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,57 +13,6 @@ import (
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/dtest"
 )
-
-// TestCloneParentMustLieUnderTheRunnersDirectory guards CreateTaskClone's
-// one source of the runner owner: the contract gives the call none, so it
-// is read from the parent, which must lie under <RunnerRoot>/<owner>/. The
-// runner's own directory is not under itself: a clone there would be made
-// beside the runner's repositories and attempt directories, in a place
-// whose removal no attempt owns, so it is refused like a parent outside
-// the runner root, before anything is written (not even the runner-owned
-// repository) and before any engine call (the D's engine does not exist).
-// Every refusal is the parent check's, naming the parent, not a later
-// step's complaint about a path it was never meant to see.
-// Sweep survivor (seed 31337): dadapter/docker/clone.go:D.runnerOf:drop-guard:c796c398.
-func TestCloneParentMustLieUnderTheRunnersDirectory(t *testing.T) {
-	noEngine, err := client.New(client.WithHost("unix://" + filepath.Join(t.TempDir(), "no-engine.sock")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { noEngine.Close() })
-	root := t.TempDir()
-	d, err := New(Options{Client: noEngine, RunnerRoot: root, HelperImage: "codeboost-helper:none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, head := userRepo(t)
-	runner := dtest.NewToken()
-	for name, parent := range map[string]string{
-		"the runner's own directory": filepath.Join(root, runner),
-		"the runner root":            root,
-		"outside the runner root":    t.TempDir(),
-		"not a runner's directory":   filepath.Join(root, "attempts", dtest.NewID()),
-		"a relative path":            filepath.Join(runner, "attempts", dtest.NewID()),
-	} {
-		t.Run(name, func(t *testing.T) {
-			if filepath.IsAbs(parent) {
-				if err := os.MkdirAll(parent, 0o700); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c, err := clone(t, context.Background(), d, parent, dadapter.Source{Repository: repo, Commit: head}, nil)
-			if err == nil {
-				t.Fatalf("a clone under %s was made: %+v", parent, c)
-			}
-			if !strings.Contains(err.Error(), "is not under "+root+"/<runner owner>/") || !strings.Contains(err.Error(), parent) {
-				t.Errorf("the refusal says %q, want the parent check's, naming %s", err, parent)
-			}
-		})
-	}
-	if entries, err := os.ReadDir(filepath.Join(root, runner)); err != nil || len(entries) > 0 {
-		t.Errorf("the refused clones left %v in the runner's directory (%v)", entries, err)
-	}
-}
 
 // TestAbortedCommitReportsTheAbort guards CommitTaskChanges' answer when
 // it is aborted while its container runs: the abort is the error (F tells
