@@ -151,15 +151,20 @@ func (c *Coordinator) stoppedAnswer(q *question) func(*store.Tx) error {
 // finish is the holder order's tail: the terminal write (through the
 // shutdown capability: it is the coordinator's settlement, which lands
 // after the write gate closed), then the storage's removal, then the
-// slot. A failed terminal write leaves the row to the next start's Open
-// (it fails leftovers); a failed removal keeps the slot held until
-// restart, whose recovery removes the storage.
+// slot. A failed terminal write frees nothing: "A slot is freed only
+// after the terminal durable write succeeds. If settled has resolved but
+// the write fails … the coordinator keeps an unresolved marker … The
+// marker holds the slot". The question's slot and its storage stay held
+// until restart, whose Open fails the row as a leftover and removes the
+// storage by its labels. A failed removal likewise keeps the slot held
+// until restart.
 func (c *Coordinator) finish(q *question, write func(*store.Tx) error) {
 	if err := c.cfg.Capability.Update(write); err != nil {
 		c.trace("question %s: terminal write failed: %v", q.row.ID, err)
-	} else {
-		c.trace("question %s answered", q.row.ID)
+		c.toMarker(q, words.ResultNotSaved)
+		return
 	}
+	c.trace("question %s answered", q.row.ID)
 	if q.storage == nil {
 		c.release(q, true)
 		return
@@ -181,5 +186,16 @@ func (c *Coordinator) release(q *question, free bool) {
 	if free {
 		c.slots--
 	}
+	c.maybeClosed()
+}
+
+// toMarker ends the question's life in memory and keeps its slot under an
+// unresolved marker, which only a restart clears (the coordinator never
+// removes a marker on its own). The question leaves inFlight, so that
+// Close does not wait for what only a restart resolves.
+func (c *Coordinator) toMarker(q *question, reason string) {
+	delete(c.inFlight, q.row.ID)
+	c.markers[q.row.ID] = reason
+	c.trace("question %s: unresolved %s; its slot and storage stay held until restart", q.row.ID, reason)
 	c.maybeClosed()
 }

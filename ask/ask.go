@@ -82,6 +82,8 @@ func (c *Coordinator) admissible() error {
 		return &store.Refusal{Code: store.CodeActiveAttempt, Message: "questions are not open yet: Ask's recovery is still running"}
 	case c.unreleased:
 		return &store.Refusal{Code: store.CodeActiveAttempt, Message: "D could not remove some resources of a question; questions stay closed until restart"}
+	case c.slots >= Slots && len(c.markers) > 0:
+		return &store.Refusal{Code: store.CodeActiveAttempt, Message: "Needs restart: a question's result could not be saved, and its slot stays held until the server restarts"}
 	case c.slots >= Slots:
 		return &store.Refusal{Code: store.CodeActiveAttempt, Message: "two questions are being answered already; ask again when one has its answer"}
 	}

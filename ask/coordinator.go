@@ -75,7 +75,8 @@ type Coordinator struct {
 	closing    bool                 // Close has begun: every question in flight is aborted
 	recovery   error                // why Ask stayed closed at Open, or nil
 	unreleased bool                 // D could not remove something: closed until restart
-	slots      int                  // held slots: in flight, or storage not removed
+	slots      int                  // held slots: in flight, under a marker, or storage not removed
+	markers    map[string]string    // question ID → why its slot is held until restart (words.ResultNotSaved)
 	inFlight   map[string]*question // by question ID, until its terminal write and removal
 	closed     chan struct{}        // closed once closing and nothing is in flight
 	opened     chan struct{}        // closed once Open's recovery has ended
@@ -95,7 +96,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Minute
 	}
-	return &Coordinator{cfg: cfg, inFlight: map[string]*question{}, closed: make(chan struct{}), opened: make(chan struct{})}, nil
+	return &Coordinator{cfg: cfg, inFlight: map[string]*question{}, markers: map[string]string{}, closed: make(chan struct{}), opened: make(chan struct{})}, nil
 }
 
 func (c *Coordinator) trace(format string, args ...any) {
