@@ -2,6 +2,9 @@ package ask
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
@@ -83,7 +86,9 @@ func (c *Coordinator) admissible() error {
 	case c.unreleased:
 		return &store.Refusal{Code: store.CodeActiveAttempt, Message: "D could not remove some resources of a question; questions stay closed until restart"}
 	case c.slots >= Slots && len(c.markers) > 0:
-		return &store.Refusal{Code: store.CodeActiveAttempt, Message: "Needs restart: a question's result could not be saved, and its slot stays held until the server restarts"}
+		id := slices.Min(slices.Collect(maps.Keys(c.markers)))
+		return &store.Refusal{Code: store.CodeActiveAttempt, Message: fmt.Sprintf("%s (question %s); its slot stays held until the server restarts",
+			words.NeedsRestart(c.markers[id]), id)}
 	case c.slots >= Slots:
 		return &store.Refusal{Code: store.CodeActiveAttempt, Message: "two questions are being answered already; ask again when one has its answer"}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -28,19 +29,7 @@ func (c *Coordinator) close() {
 	c.closing, c.open = true, false
 	c.trace("close: %d questions in flight", len(c.inFlight))
 	for _, id := range sortedKeys(c.inFlight) {
-		q := c.inFlight[id]
-		if q.stopReason != "" {
-			continue
-		}
-		q.stopReason = words.StopShutdown
-		switch {
-		case q.handle != nil:
-			c.trace("question %s: cancel(shutdown)", id)
-			q.handle.Cancel(words.StopShutdown)
-		case q.prepCancel != nil:
-			c.trace("question %s: storage allocation aborted", id)
-			q.prepCancel()
-		}
+		c.step(c.inFlight[id], holder.Stop{Reason: words.ReasonShutdown})
 	}
 	c.maybeClosed()
 }

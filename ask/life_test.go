@@ -398,11 +398,11 @@ func TestQuestionSlots(t *testing.T) {
 		t.Fatalf("question %+v; want its answer saved", q)
 	}
 	l.policy(simd.OpRemove, "auto", "")
-	l.refused("four?", "two questions are being answered already")
+	l.refused("four?", "Needs restart: task storage could not be removed (question "+q2+")")
 	l.settle(q3, answer("maybe"))
 	l.wantEnded(q3, store.QuestionCompleted, "maybe", false)
 	l.admitted("four?")
-	l.refused("five?", "two questions are being answered already")
+	l.refused("five?", "Needs restart: task storage could not be removed")
 }
 
 // TestUnreleasedResourcesCloseAsk: D reports a resource it could not
@@ -523,9 +523,34 @@ func TestAdmissionStatementFaults(t *testing.T) {
 			if stopped && (q.State != store.QuestionFailed || q.Reason != words.ServerStopped) {
 				t.Fatalf("statement %d failed: question %+v; want its Server stopped answer saved with it", k, q)
 			}
-			if h := l.d.Handle(q.ID); h != nil {
-				l.settle(q.ID, answer("done"))
+			h := l.d.Handle(q.ID)
+			if h == nil {
+				continue
 			}
+			if q.State != store.QuestionPending {
+				l.settle(q.ID, answer("done"))
+				continue
+			}
+			// The fault failed its pending → running write: D is asked to
+			// stop (capture-failure), and once it settled the row stays
+			// pending and its slot is held under a marker until restart,
+			// as an attempt's ("The pending → running write fails → slot
+			// and marker remain until restart").
+			if c := h.Cancels(); len(c) != 1 || c[0] != words.StopCaptureFailure {
+				t.Fatalf("statement %d failed the start write: cancels %v; want capture-failure", k, c)
+			}
+			l.settle(q.ID, answer("done"))
+			if q := l.question(q.ID); q.State != store.QuestionPending {
+				t.Fatalf("statement %d failed the start write: question %+v after settlement; want it left pending for restart", k, q)
+			}
+			if !strings.Contains(l.lines(), "unresolved start-not-saved") {
+				t.Fatalf("statement %d failed the start write: no marker holds its slot\n%s", k, l.lines())
+			}
+			t.Logf("statement %d failed the start write: D stopped, the slot held under a marker", k)
+			// Only a restart clears the marker: the next statement is
+			// faulted in a fresh life.
+			l = newLife(t, lifeOpts{})
+			l.open()
 		}
 		if !stopped {
 			// Nothing faulted held a slot: one more fits beside the

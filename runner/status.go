@@ -113,7 +113,7 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 
 func label(a store.Attempt, stop *StopRequested, un *Unresolved) string {
 	if un != nil {
-		return words.NeedsRestartPrefix + unresolvedText(un.Reason)
+		return words.NeedsRestart(un.Reason)
 	}
 	switch a.State {
 	case words.Pending, words.Running:
@@ -137,20 +137,6 @@ func label(a store.Attempt, stop *StopRequested, un *Unresolved) string {
 		return "Out of date: " + a.StaleCause
 	}
 	return ""
-}
-
-func unresolvedText(reason string) string {
-	switch reason {
-	case words.ResultNotSaved:
-		return "result could not be saved"
-	case words.StartNotSaved:
-		return "start could not be saved"
-	case words.PreparationNotRemoved:
-		return "preparation files could not be removed"
-	case words.StorageNotRemoved:
-		return "task storage could not be removed"
-	}
-	return reason
 }
 
 // statusRows is the Store's part of a status read: the rows and the

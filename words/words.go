@@ -62,6 +62,24 @@ const (
 	StorageNotRemoved     = "storage-not-removed"
 )
 
+// NeedsRestart is what the screen says of an unresolved marker, for any
+// lane's: "Needs restart: result could not be saved" (and the other
+// unresolved causes).
+func NeedsRestart(reason string) string {
+	text := reason
+	switch reason {
+	case ResultNotSaved:
+		text = "result could not be saved"
+	case StartNotSaved:
+		text = "start could not be saved"
+	case PreparationNotRemoved:
+		text = "preparation files could not be removed"
+	case StorageNotRemoved:
+		text = "task storage could not be removed"
+	}
+	return NeedsRestartPrefix + text
+}
+
 // Process and server messages.
 const (
 	AnotherRunner       = "Another codeboost runner is using this database."

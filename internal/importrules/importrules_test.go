@@ -208,6 +208,23 @@ func TestPlanImportsOnlyTheStandardLibrary(t *testing.T) {
 	}
 }
 
+// TestHolderIsPure: the attempt holder decides and does nothing, so it
+// depends on words and the part of the standard library that does no I/O
+// and reads no clock: no Store, no D, no time, no os. Every lane imports
+// it; it imports no lane.
+func TestHolderIsPure(t *testing.T) {
+	pkgs := list(t)
+	h := pkgs[mod+"/holder"]
+	if h == nil {
+		t.Fatal("no holder package")
+	}
+	for _, d := range h.Imports {
+		if d != mod+"/words" && d != "errors" && d != "fmt" {
+			t.Errorf("holder imports %s: it may import words, errors and fmt only", d)
+		}
+	}
+}
+
 // TestStrictJSONImportsOnlyItsLibrary: strictjson, the one reader of
 // JSON from outside the process, is a leaf over the standard library and
 // github.com/go-json-experiment/json, so that the web server, the

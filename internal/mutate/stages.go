@@ -8,7 +8,7 @@ import (
 
 // Dirs are the directories the sweep mutates, relative to the module root:
 // every package that holds a guard of the contract.
-var Dirs = []string{"runner", "runner/lock", "store", "ask", "suggest", "planning", "merge", "web", "app", "codehost/github", "dadapter/docker"}
+var Dirs = []string{"runner", "runner/lock", "store", "holder", "ask", "suggest", "planning", "merge", "web", "app", "codehost/github", "dadapter/docker"}
 
 // The test binaries a mutant can run against.
 var (
@@ -34,6 +34,7 @@ var killers = map[string][]Stage{
 	"runner":          {stScenarios, stSim},
 	"store":           {stScenarios, stSim},
 	"runner/lock":     {stApp, stE2E},
+	"holder":          {stScenarios, stSim, stWeb, stApp, stE2E},
 	"ask":             {stScenarios, stSim, stWeb, stApp, stE2E},
 	"suggest":         {stScenarios, stSim, stPlanning, stWeb, stApp, stE2E},
 	"planning":        {stApp, stE2E},
