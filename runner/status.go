@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/codeboost/codeboost/store"
@@ -99,15 +100,10 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 	if held || !snap.open || snap.unreleased {
 		return st, nil
 	}
-	t := st.Task
-	active := t.Status == words.StatusRunning || t.Status == words.StatusQueued
-	again := active && !t.RequeuePending && store.OnlyThroughPlanRun(*last) == nil
-	if again && last.State == words.Stale {
-		st.RunAgain = true
-	}
-	if again && (last.State == words.Failed || last.State == words.Cancelled) {
-		st.Retryable = rows.presentErr == nil && store.StaleCause(last.Context, rows.present) == ""
-	}
+	// The offers are the Store's own checks of the actions, run in this
+	// read at the present state version: one rule admits or refuses the
+	// action and decides whether it is offered.
+	st.RunAgain, st.Retryable = rows.runAgainErr == nil, rows.retryErr == nil
 	return st, nil
 }
 
@@ -148,10 +144,13 @@ type statusRows struct {
 	reviewVersion int
 	startErr      error
 	resumeErr     error
-	present       store.Context
-	presentErr    error
+	retryErr      error // CheckRetry of the current attempt: nil offers Retry
+	runAgainErr   error // CheckRunAgain of the current attempt: nil offers "Run again on the current code"
 	progress      store.Progress
 }
+
+// errNoAttempt stands for both checks of a task with no attempt yet.
+var errNoAttempt = errors.New("the task has no attempt")
 
 // changeTokens is the optional side of Store that says when the database
 // may have changed (store.Store has it).
@@ -192,7 +191,11 @@ func (c *Coordinator) statusRows(planKey string) (statusRows, error) {
 			return err
 		}
 		rows.reviewVersion = plan.ReviewVersion
-		rows.present, rows.presentErr = tx.PresentContext(planKey)
+		rows.retryErr, rows.runAgainErr = errNoAttempt, errNoAttempt
+		if id := rows.task.CurrentAttemptID; id != "" {
+			_, rows.retryErr = tx.CheckRetry(planKey, id, rows.task.StateVersion)
+			_, rows.runAgainErr = tx.CheckRunAgain(planKey, id, rows.task.StateVersion)
+		}
 		rows.progress, err = tx.Progress(planKey)
 		return err
 	})

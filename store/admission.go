@@ -179,14 +179,8 @@ func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (
 	if err != nil {
 		return Attempt{}, err
 	}
-	if words.Closed(task.Status) || words.HumanGated(task.Status) {
-		return Attempt{}, refuse(CodeNotRetryable, "task is %s; retry is refused", task.Status)
-	}
-	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
-		return Attempt{}, refuse(CodeNotRetryable, "task is %s; retry needs running or queued", task.Status)
-	}
-	if task.RequeuePending {
-		return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
+	if err := againTask(task, "retry"); err != nil {
+		return Attempt{}, err
 	}
 	a, err := t.lastAttempt(task, attemptID, expectedStateVersion)
 	if err != nil {
@@ -208,13 +202,34 @@ func (t *Tx) CheckRetry(planKey, attemptID string, expectedStateVersion int64) (
 	return a, nil
 }
 
+// againTask is the task's half of retry and run again (what names the
+// action): a task that is closed or waits on a person runs nothing again,
+// the task is running or queued, and no requeue is pending (resume takes
+// that task on). GET /api/runner offers either action only when its check
+// here passes, so the offer and the refusal are one rule.
+func againTask(task Task, what string) error {
+	if words.Closed(task.Status) || words.HumanGated(task.Status) {
+		return refuse(CodeNotRetryable, "task is %s; %s is refused", task.Status, what)
+	}
+	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
+		return refuse(CodeNotRetryable, "task is %s; %s needs running or queued", task.Status, what)
+	}
+	if task.RequeuePending {
+		return refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
+	}
+	return nil
+}
+
 // CheckRunAgain is "Run again on the current code" for a stale attempt: a
-// new request that captures a fresh context. A writable attempt is refused
-// (OnlyThroughPlanRun): its item runs again through resume. It returns the
-// stale attempt.
+// new request that captures a fresh context, for a task that may run
+// again (againTask). A writable attempt is refused (OnlyThroughPlanRun):
+// its item runs again through resume. It returns the stale attempt.
 func (t *Tx) CheckRunAgain(planKey, attemptID string, expectedStateVersion int64) (Attempt, error) {
 	task, err := t.Task(planKey)
 	if err != nil {
+		return Attempt{}, err
+	}
+	if err := againTask(task, "run again"); err != nil {
 		return Attempt{}, err
 	}
 	a, err := t.lastAttempt(task, attemptID, expectedStateVersion)
