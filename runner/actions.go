@@ -238,8 +238,7 @@ func (c *Coordinator) admitAction(ctx context.Context, r ActionRequest, kind str
 			if release, err = c.reserve(r.PlanKey, req.Kind); err != nil {
 				return store.Response{}, err
 			}
-			req.AttemptTimeout, req.Budget, req.AllocationID = c.cfg.AttemptTimeout, c.cfg.Budget, c.deps.IDs.UUID()
-			a, err := tx.Admit(req)
+			a, err := tx.Admit(c.admitRequest(req))
 			if err != nil {
 				return store.Response{}, err
 			}

@@ -111,8 +111,7 @@ func (c *Coordinator) admit(r AdmitRequest, tx *store.Tx) (string, error) {
 		c.trace("admit %s %s refused: %v", r.PlanKey, r.Kind, err)
 		return "", err
 	}
-	req := store.AdmitRequest{PlanKey: r.PlanKey, Kind: r.Kind, Item: r.Item, ExpectedStateVersion: r.ExpectedStateVersion,
-		AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget, AllocationID: c.deps.IDs.UUID()}
+	req := c.admitRequest(store.AdmitRequest{PlanKey: r.PlanKey, Kind: r.Kind, Item: r.Item, ExpectedStateVersion: r.ExpectedStateVersion})
 	a, err := c.deps.Store.Admit(req)
 	if err != nil {
 		release()
@@ -121,6 +120,16 @@ func (c *Coordinator) admit(r AdmitRequest, tx *store.Tx) (string, error) {
 	}
 	c.startJob(a)
 	return a.ID, nil
+}
+
+// admitRequest completes every admission's request to the Store (a
+// direct one, a user action's, a plan run's next item) with the runner's
+// attempt timeout and task budget, and a fresh allocation ID: "F generates
+// it (a lowercase UUID v4) and saves it as attempts.allocation_id before it
+// starts the asynchronous allocation".
+func (c *Coordinator) admitRequest(req store.AdmitRequest) store.AdmitRequest {
+	req.AttemptTimeout, req.Budget, req.AllocationID = c.cfg.AttemptTimeout, c.cfg.Budget, c.deps.IDs.UUID()
+	return req
 }
 
 // startJob creates the job for an admitted attempt and starts preparation.

@@ -177,9 +177,8 @@ func (c *Coordinator) continueRun(run *planRun) {
 			return err
 		}
 		item := start.Item
-		next, err = tx.Admit(store.AdmitRequest{PlanKey: run.planKey, Kind: words.KindExecute, Item: &item,
-			ExpectedStateVersion: start.ExpectedStateVersion, ClaimRequeue: start.ClaimRequeue,
-			AttemptTimeout: c.cfg.AttemptTimeout, Budget: c.cfg.Budget, AllocationID: c.deps.IDs.UUID()})
+		next, err = tx.Admit(c.admitRequest(store.AdmitRequest{PlanKey: run.planKey, Kind: words.KindExecute, Item: &item,
+			ExpectedStateVersion: start.ExpectedStateVersion, ClaimRequeue: start.ClaimRequeue}))
 		return err
 	})
 	if err != nil || finished {
