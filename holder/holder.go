@@ -91,6 +91,12 @@ type Policy struct {
 	// files could not be removed (before the terminal write when D never
 	// ran, after it once D settled)").
 	HostFiles bool
+	// Abandonable: at shutdown, an invocation that has not settled within
+	// the grace is given up and its row written as the shutdown's (the
+	// suggestion coordinator's "one that has not settled within 20 seconds
+	// … is ended by abandoning planning's worker"). No F1 lane may: its
+	// slot waits for D's settlement, which D bounds.
+	Abandonable bool
 }
 
 // Holder is one attempt's place in the holder order. The zero value is
@@ -164,6 +170,10 @@ type (
 	// CommitReleased: the dropped commit ref's removal ended (a failure is
 	// garbage in the runner-owned repository, not a hazard, and traced).
 	CommitReleased struct{}
+	// Abandon: the shutdown grace passed with the invocation unsettled
+	// (Policy.Abandonable only); its later settlement is the lane's to
+	// ignore.
+	Abandon struct{}
 )
 
 func (Prepared) event() string         { return "prepared" }
@@ -178,6 +188,7 @@ func (Wrote) event() string            { return "wrote" }
 func (HostFilesRemoved) event() string { return "host-files-removed" }
 func (StorageRemoved) event() string   { return "storage-removed" }
 func (CommitReleased) event() string   { return "commit-released" }
+func (Abandon) event() string          { return "abandon" }
 
 // Effect is work the lane's coordinator must carry out, in the order
 // given; each reports back as an event.
@@ -185,19 +196,19 @@ type Effect interface{ effect() string }
 
 // The effects.
 type (
-	Prepare          struct{}                         // begin the preparation → Prepared
-	AbortPreparation struct{}                         // abort the preparation step in flight → Prepared
-	Start            struct{}                         // call D's start → Started
-	SaveStart        struct{}                         // the pending → running write → StartSaved
+	Prepare          struct{}                          // begin the preparation → Prepared
+	AbortPreparation struct{}                          // abort the preparation step in flight → Prepared
+	Start            struct{}                          // call D's start → Started
+	SaveStart        struct{}                          // the pending → running write → StartSaved
 	Cancel           struct{ Reason words.StopReason } // ask D to stop with Reason (→ Settled, in time)
-	Audit            struct{}                         // audit and publish the agent's work → Inspected
-	Export           struct{}                         // export the partial output → Exported
-	WriteTerminal    struct{}                         // the terminal write, with First → Wrote
-	RemoveHostFiles  struct{}                         // remove the host-side files → HostFilesRemoved
-	RemoveStorage    struct{}                         // removeTaskFilesystems → StorageRemoved
-	ReleaseCommit    struct{}                         // drop the attempt's commit ref → CommitReleased
-	FreeSlot         struct{}                         // free the slot: the attempt's life has ended
-	Mark             struct{ Reason string }          // keep an unresolved marker holding the slot
+	Audit            struct{}                          // audit and publish the agent's work → Inspected
+	Export           struct{}                          // export the partial output → Exported
+	WriteTerminal    struct{}                          // the terminal write, with First → Wrote
+	RemoveHostFiles  struct{}                          // remove the host-side files → HostFilesRemoved
+	RemoveStorage    struct{}                          // removeTaskFilesystems → StorageRemoved
+	ReleaseCommit    struct{}                          // drop the attempt's commit ref → CommitReleased
+	FreeSlot         struct{}                          // free the slot: the attempt's life has ended
+	Mark             struct{ Reason string }           // keep an unresolved marker holding the slot
 )
 
 func (Prepare) effect() string          { return "prepare" }
@@ -290,6 +301,15 @@ func Step(h Holder, ev Event) (Holder, []Effect, error) {
 		}
 	case Running:
 		switch ev.(type) {
+		case Abandon:
+			if !h.Policy.Abandonable {
+				break
+			}
+			if h.StartNotSaved {
+				return h.hold(words.StartNotSaved) // the row is still pending: only a restart settles it
+			}
+			h.Phase = Settled
+			return h, []Effect{WriteTerminal{}}, nil
 		case SettledEv:
 			if h.StartNotSaved {
 				return h.hold(words.StartNotSaved)

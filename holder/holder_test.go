@@ -31,6 +31,7 @@ var events = []Event{
 	HostFilesRemoved{}, HostFilesRemoved{Err: errX},
 	StorageRemoved{}, StorageRemoved{Err: errX},
 	CommitReleased{},
+	Abandon{},
 }
 
 func evString(e Event) string {
@@ -93,7 +94,7 @@ func (h Holder) String() string {
 var policies = []struct {
 	name string
 	p    Policy
-}{{"read-only", Policy{}}, {"writable", Policy{Writable: true, HostFiles: true}}}
+}{{"read-only", Policy{}}, {"writable", Policy{Writable: true, HostFiles: true}}, {"abandonable", Policy{Abandonable: true}}}
 
 // canonical is, per phase, the holder an attempt on the main path has
 // there.
@@ -247,6 +248,9 @@ func checkTransition(t *testing.T, where string, h Holder, ev Event, next Holder
 			if h.StartNotSaved {
 				t.Errorf("%s: a terminal write over a start that was never saved", where)
 			}
+			if _, ok := ev.(Abandon); ok && !h.Policy.Abandonable {
+				t.Errorf("%s: abandoned under a policy that may not", where)
+			}
 		case RemoveStorage:
 			if next.Phase != Releasing {
 				t.Errorf("%s: storage removed outside Releasing", where)
@@ -312,6 +316,10 @@ func markerFor(h Holder, ev Event) string {
 		}
 	case SettledEv:
 		if h.StartNotSaved {
+			return words.StartNotSaved
+		}
+	case Abandon:
+		if h.StartNotSaved && h.Policy.Abandonable {
 			return words.StartNotSaved
 		}
 	}

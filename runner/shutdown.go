@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/store"
 )
 
@@ -88,7 +89,7 @@ func (c *Coordinator) admissible(planKey string) error {
 		return ErrClosing
 	}
 	if held := c.active[planKey]; held != nil {
-		if held.unresolved {
+		if held.unresolved() {
 			return &store.Refusal{Code: store.CodeActiveAttempt,
 				Message: fmt.Sprintf("planning request %s: %s", held.id, resultNotSaved)}
 		}
@@ -99,30 +100,51 @@ func (c *Coordinator) admissible(planKey string) error {
 }
 
 // launch is admission's second half, in the same event, once the Store
-// has allocated row: the invocation takes the plan's slot, the provider
-// starts with a copy of the input, and the budget's timer is armed.
+// has allocated row: the invocation takes the plan's slot and its holder
+// begins, which starts the provider with a copy of the input
+// (startProvider).
 func (c *Coordinator) launch(ctx context.Context, row store.PlanRequest, req StartRequest) {
 	id := row.ID
 	c.seq++
 	inv := &invocation{seq: c.seq, id: id, planKey: row.PlanKey, mode: row.Mode, revision: row.Revision,
-		snapshot: row.SnapshotID, onSettled: req.OnSettled}
-	c.active[inv.planKey], c.byID[id] = inv, inv
-	in := Input{RequestID: id, PlanKey: row.PlanKey, Mode: row.Mode, Revision: row.Revision, NextRevision: row.Revision + 1,
+		snapshot: row.SnapshotID, onSettled: req.OnSettled, startCtx: ctx}
+	inv.input = Input{RequestID: id, PlanKey: row.PlanKey, Mode: row.Mode, Revision: row.Revision, NextRevision: row.Revision + 1,
 		SnapshotID: row.SnapshotID, Items: req.Items, Issue: req.Issue, Deadline: c.cfg.Clock.Now().Add(c.cfg.Budget)}
+	c.active[inv.planKey], c.byID[id] = inv, inv
 	c.trace("start %s: %s of %s at revision %d, snapshot %s", id, inv.mode, inv.planKey, inv.revision, inv.snapshot)
+	h, effs := holder.New(policy)
+	inv.h = h
+	for _, e := range effs {
+		if _, ok := e.(holder.Prepare); ok {
+			c.step(inv, holder.Prepared{}) // nothing to prepare: the provider prepares its own
+		}
+	}
+}
+
+// startProvider is the holder's start: the provider gets the input, then
+// the budget's timer is armed.
+func (c *Coordinator) startProvider(inv *invocation) {
+	ctx, in := inv.startCtx, inv.input
+	inv.startCtx, inv.input = nil, Input{}
 	h, err := c.cfg.Provider.Start(ctx, in)
+	if err == nil && h == nil {
+		err = errNoHandle
+	}
 	if err != nil {
 		// "pending may cancel before launch": nothing runs, so the
 		// request ends here, through the same settlement as any other.
-		c.trace("start %s: the provider did not start: %s", id, short(err.Error()))
-		c.finish(inv, c.settleStopped(inv, store.RequestFailed, notStarted+err.Error(), err.Error()))
-		return
-	}
-	if h == nil {
-		c.finish(inv, c.settleStopped(inv, store.RequestFailed, notStarted+"no handle", "no handle"))
+		if err != errNoHandle {
+			c.trace("start %s: the provider did not start: %s", inv.id, short(err.Error()))
+		}
+		reason := err.Error()
+		inv.terminal = func() settlement { return c.settleStopped(inv, store.RequestFailed, notStarted+reason, reason) }
+		c.step(inv, holder.Started{Err: err})
 		return
 	}
 	inv.handle = h
+	c.step(inv, holder.Started{})
 	inv.timer = c.afterFunc(c.cfg.Budget, func() { c.timeout(inv) })
 	h.OnSettled(func(o Outcome) { c.post(func() { c.settled(inv, o) }) })
 }
+
+var errNoHandle = errors.New("no handle")

@@ -3,6 +3,7 @@ package suggest
 import (
 	"context"
 
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -73,7 +74,7 @@ func (c *Coordinator) cancelled(requestID string, inv *invocation, row store.Pla
 		c.trace("cancel %s: no handle in this process; %s", requestID, row.State)
 		return
 	}
-	c.stop(inv, stopCancel, reason)
+	c.stop(inv, words.ReasonCancelled, reason)
 }
 
 // timeout is the budget's event: "Timeouts request abort but do not
@@ -84,17 +85,17 @@ func (c *Coordinator) timeout(inv *invocation) {
 	if c.byID[inv.id] != inv || inv.handle == nil {
 		return
 	}
-	c.stop(inv, stopTimeout, timedOut(c.cfg.Budget))
+	c.stop(inv, words.ReasonTimeLimit, timedOut(c.cfg.Budget))
 }
 
 // stop records the first stop reason, unless one is recorded, and asks the
-// provider to stop. It does not wait.
-func (c *Coordinator) stop(inv *invocation, k stopKind, reason string) {
-	if inv.stop != "" {
-		c.trace("%s %s: keeps first reason %s", k, inv.id, inv.stop)
+// provider to stop (the holder's Cancel). It does not wait.
+func (c *Coordinator) stop(inv *invocation, r words.Reason, reason string) {
+	if first := inv.h.First; first != "" {
+		c.trace("%s %s: keeps first reason %s", stopWord(r), inv.id, stopWord(first))
 		return
 	}
-	inv.stop, inv.stopReason = k, reason
-	c.trace("%s %s: abort requested", k, inv.id)
-	inv.handle.Cancel(string(k))
+	inv.stopReason = reason
+	c.trace("%s %s: abort requested", stopWord(r), inv.id)
+	c.step(inv, holder.Stop{Reason: r})
 }

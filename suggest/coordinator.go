@@ -8,8 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
 )
 
 // Defaults of the contract's two planning timers.
@@ -70,33 +72,36 @@ type Coordinator struct {
 }
 
 // invocation is one admitted request, from its admission until its
-// provider settles ("Coordinator until provider settles"). Owned by the
-// loop.
+// provider settles ("Coordinator until provider settles"), held by the one
+// attempt holder (package holder) with the suggestion coordinator's
+// policy. Owned by the loop.
 type invocation struct {
-	seq        int
-	id         string
-	planKey    string
-	mode       string
-	revision   int
-	snapshot   string
-	handle     Handle       // nil until the provider started, and after an unresolved settlement
-	timer      runner.Timer // the budget; nil once stopped
-	stop       stopKind     // the first stop asked for; "" while none
-	stopReason string       // its durable reason
-	onSettled  func(Result) // the caller's; nil: nobody listens
-	unresolved bool         // settled, but its terminal write failed: holds the plan until restart
+	seq       int
+	id        string
+	planKey   string
+	mode      string
+	revision  int
+	snapshot  string
+	h         holder.Holder
+	input     Input             // what the provider starts with
+	startCtx  context.Context   // admission's, for the provider's start
+	handle    Handle            // nil until the provider started, and after its holder ended
+	timer     runner.Timer      // the budget; nil once stopped
+	terminal  func() settlement // the terminal write as last decided
+	onSettled func(Result)      // the caller's; nil: nobody listens
+	// stopReason is the first stop's durable reason; the holder keeps the
+	// first reason itself ("First timeout/cancellation/shutdown reason wins
+	// over a later generic provider abort").
+	stopReason string
 }
 
-// stopKind is the first reason a stop was asked for: "First
-// timeout/cancellation/shutdown reason wins over a later generic provider
-// abort."
-type stopKind string
+// unresolved says its terminal write failed: an unresolved marker holds
+// the plan's slot until restart.
+func (inv *invocation) unresolved() bool { return inv.h.Phase == holder.Held }
 
-const (
-	stopTimeout  stopKind = "timeout"
-	stopCancel   stopKind = "cancelled"
-	stopShutdown stopKind = "shutdown"
-)
+// stopWord is the word a first reason goes by in traces and to the
+// provider: timeout, cancelled or shutdown.
+func stopWord(r words.Reason) string { return string(holder.StopReasonFor(r)) }
 
 // New builds the coordinator. Construct one per runner and Store.
 func New(cfg Config) (*Coordinator, error) {

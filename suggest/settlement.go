@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -48,27 +49,28 @@ func (c *Coordinator) settled(inv *invocation, o Outcome) {
 		c.trace("settled %s: after it was abandoned at shutdown; ignored", inv.id)
 		return
 	}
-	var s settlement
 	switch {
-	case inv.stop != "":
+	case inv.h.First != "":
 		diag := "the agent replied after the stop was asked for; its reply was discarded"
 		if o.Err != nil {
 			diag = o.Err.Error()
 		}
-		s = c.settleStopped(inv, stopState(inv.stop), inv.stopReason, diag)
+		inv.terminal = func() settlement { return c.settleStopped(inv, stopState(inv.h.First), inv.stopReason, diag) }
 	case o.Err != nil:
-		s = c.settleStopped(inv, store.RequestFailed, providerFailed+o.Err.Error(), o.Err.Error())
+		inv.terminal = func() settlement {
+			return c.settleStopped(inv, store.RequestFailed, providerFailed+o.Err.Error(), o.Err.Error())
+		}
 	default:
-		s = c.publish(inv, o.Reply)
+		inv.terminal = func() settlement { return c.publish(inv, o.Reply) }
 	}
-	c.finish(inv, s)
+	c.step(inv, holder.SettledEv{})
 }
 
 // stopState is the durable state a first stop reason ends a request in:
 // the user's cancel is cancelled; a timeout and a shutdown are failures
 // the user did not ask for, failed as a restart would fail them.
-func stopState(k stopKind) string {
-	if k == stopCancel {
+func stopState(r words.Reason) string {
+	if r == words.ReasonCancelled {
 		return store.RequestCancelled
 	}
 	return store.RequestFailed
@@ -168,23 +170,17 @@ func classify(row store.PlanRequest, diagnostic string) Result {
 	return r
 }
 
-// finish ends an invocation whose provider settled (or never started):
-// the slot and the handle go only after the terminal write succeeded. A
-// write that failed leaves an unresolved marker in the plan's slot,
-// which refuses every later start for the plan until a restart's
-// FailLeftovers reconciles the row: ownership is kept when the outcome is
-// unclear.
+// finish is the holder's terminal write's outcome: the caller hears it,
+// then the holder goes on. The slot and the handle go only after the
+// terminal write succeeded (release). A write that failed leaves an
+// unresolved marker in the plan's slot (hold), which refuses every later
+// start for the plan until a restart's FailLeftovers reconciles the row:
+// ownership is kept when the outcome is unclear.
 func (c *Coordinator) finish(inv *invocation, s settlement) {
 	if s.err != nil {
-		if inv.timer != nil {
-			inv.timer.Stop()
-			inv.timer = nil
-		}
-		inv.handle, inv.unresolved = nil, true
-		delete(c.byID, inv.id)
 		c.trace("settled %s: %s: %s", inv.id, resultNotSaved, short(s.err.Error()))
 		c.deliver(inv, Result{RequestID: inv.id, Reason: resultNotSaved, Diagnostic: bound(s.err.Error())})
-		c.maybeDrained()
+		c.step(inv, holder.Wrote{Err: s.err})
 		return
 	}
 	line := fmt.Sprintf("settled %s: %s (%s)", inv.id, s.res.State, short(s.res.Reason))
@@ -196,7 +192,19 @@ func (c *Coordinator) finish(inv *invocation, s settlement) {
 	// channel, as on the unsaved path above: shutdown goes on from that
 	// channel to close the Store.
 	c.deliver(inv, s.res)
-	c.release(inv)
+	c.step(inv, holder.Wrote{})
+}
+
+// hold is the holder's marker: the handle goes, and the plan's slot stays
+// held until restart.
+func (c *Coordinator) hold(inv *invocation) {
+	if inv.timer != nil {
+		inv.timer.Stop()
+		inv.timer = nil
+	}
+	inv.handle = nil
+	delete(c.byID, inv.id)
+	c.maybeDrained()
 }
 
 func (c *Coordinator) deliver(inv *invocation, r Result) {

@@ -1,6 +1,7 @@
 package suggest_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -260,5 +261,34 @@ func TestRefusedPublicationWhoseRereadFails(t *testing.T) {
 	}
 	if row := w.row(id); row.State != store.RequestCancelled || row.Reply != nil {
 		t.Fatalf("row %+v; the other process's cancellation must stand", row)
+	}
+}
+
+// TestUnsavedFailedStartHoldsThePlan: a provider that fails to start ends
+// its request through the same terminal write as any other; when that
+// write fails, the plan's slot is held under the marker just the same,
+// though no budget timer was ever armed.
+func TestUnsavedFailedStartHoldsThePlan(t *testing.T) {
+	w := newWorld(t)
+	w.prov.startErr = errors.New("no worker")
+	// The admission's own commit goes through; the failed start's
+	// settlement is the next one.
+	if err := w.fp.Enable("store/commit", "1*off->1*return"); err != nil {
+		t.Fatal(err)
+	}
+	id, err := w.tryStart(w.key, store.ModeSuggestion)
+	w.fp.Disable("store/commit")
+	if err != nil {
+		t.Fatalf("Start with a provider that fails: %v; want the request's ID and its outcome", err)
+	}
+	if r := w.result(id); r.State != "" || r.Reason != "Needs restart: result could not be saved" {
+		t.Fatalf("outcome %+v; want the result not saved", r)
+	}
+	if row := w.row(id); row.State != store.RequestPending {
+		t.Fatalf("row %s after a failed write", row.State)
+	}
+	_, err = w.tryStart(w.key, store.ModeSuggestion)
+	if ref := wantRefusal(t, err, store.CodeActiveAttempt); !strings.Contains(ref.Message, "Needs restart") {
+		t.Fatalf("refusal %q", ref.Message)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/store"
+	"github.com/codeboost/codeboost/words"
 )
 
 // Close is shutdown's step for planning: "close() flips admission to
@@ -39,7 +41,7 @@ func (c *Coordinator) abortAll() {
 	live := c.live()
 	c.trace("shutdown: admission closed; aborting %d", len(live))
 	for _, inv := range live {
-		c.stop(inv, stopShutdown, ServerStopped)
+		c.stop(inv, words.ReasonShutdown, ServerStopped)
 	}
 	if len(live) > 0 {
 		c.grace = c.afterFunc(c.cfg.ShutdownGrace, c.abandon)
@@ -55,11 +57,12 @@ func (c *Coordinator) abandon() {
 		c.trace("shutdown: %s did not settle within %s; abandoned", inv.id, c.cfg.ShutdownGrace)
 		diag := fmt.Sprintf("the planning agent did not stop within %s of shutdown; it was abandoned", c.cfg.ShutdownGrace)
 		reason := inv.stopReason
-		state := stopState(inv.stop)
-		if inv.stop == "" { // cannot happen after abortAll; kept total
-			reason, state = ServerStopped, stopState(stopShutdown)
+		state := stopState(inv.h.First)
+		if inv.h.First == "" { // cannot happen after abortAll; kept total
+			reason, state = ServerStopped, stopState(words.ReasonShutdown)
 		}
-		c.finish(inv, c.settleStopped(inv, state, reason, diag))
+		inv.terminal = func() settlement { return c.settleStopped(inv, state, reason, diag) }
+		c.step(inv, holder.Abandon{})
 	}
 	c.maybeDrained()
 }
