@@ -93,3 +93,26 @@ func TestCheckDirSaysWhyItCannotLook(t *testing.T) {
 		t.Fatalf("checkDir(%s) = %v, want the look's own error naming it (no such file), not an unsafe directory", gone, err)
 	}
 }
+
+// TestLockDirectoryWithAQuestionMarkIsRefused: the lock database is opened
+// by a path DSN, which ends at '?', so a lock directory whose path holds
+// one would lock a different file than the one named. Acquire refuses it,
+// saying why, rather than locking the wrong file. Sweep survivor (seed
+// 271828): runner/lock/lock.go:lockDir:drop-guard:a634565e.
+func TestLockDirectoryWithAQuestionMarkIsRefused(t *testing.T) {
+	w := newWorld(t)
+	home := filepath.Join(w.home, "who?")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := w.db("codeboost.db")
+	makeSQLite(t, db)
+	l, err := Acquire(db, Options{Home: home})
+	if err == nil {
+		l.Release()
+		t.Fatal("Acquire succeeded with a lock directory whose path holds '?'")
+	}
+	if !strings.Contains(err.Error(), "contains '?'") {
+		t.Fatalf("Acquire = %v; want the refusal of a lock directory that contains '?'", err)
+	}
+}
