@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
@@ -79,7 +80,7 @@ func (p *Provider) Start(_ context.Context, in suggest.Input) (suggest.Handle, e
 	if err := ids.CheckUUID("planning request ID", in.RequestID); err != nil {
 		return nil, err
 	}
-	h := &handle{p: p, in: in, alloc: p.cfg.IDs.UUID()}
+	h := newHandle(p, in)
 	if p.recovered {
 		h.prepare()
 		return h, nil
@@ -132,7 +133,7 @@ func (p *Provider) recoveryEnded(err error) {
 	if err != nil {
 		p.trace("%v", err)
 		for _, h := range waiting {
-			h.settle(suggest.Outcome{Err: err})
+			h.prepareFailed(err)
 		}
 		return
 	}
@@ -142,20 +143,73 @@ func (p *Provider) recoveryEnded(err error) {
 	}
 }
 
-// handle is one planning attempt: its storage, then D's handle. It
-// settles once, after everything it started has stopped and its storage
-// is removed ("promise settles after final termination").
+// handle is one planning attempt, held by the one attempt holder
+// (package holder) with planning's policy: its storage, then D's handle.
+// It settles once, after everything it started has stopped and its
+// storage is removed ("promise settles after final termination").
 type handle struct {
 	p      *Provider
 	in     suggest.Input
 	alloc  string
+	h      holder.Holder
 	cancel context.CancelFunc // the storage allocation in flight; nil once it returned
 	fs     dadapter.TaskFilesystems
 	dh     dadapter.Handle
-	reason string // the first stop asked for; "" for none
-	done   bool
 	fn     func(suggest.Outcome)
-	out    *suggest.Outcome
+	out    *suggest.Outcome // the settled outcome, once settled
+	result suggest.Outcome  // the outcome as last decided
+}
+
+// policy is planning's: a read-only attempt with no host files. It writes
+// no row of its own (the suggestion coordinator writes the request's, once
+// this promise settles), so its terminal write is the outcome decided; the
+// slot it frees is its promise: the suggestion coordinator's plan slot is
+// freed after that. A storage removal that fails leaves the handle held
+// (no later event can end it), and its promise settles all the same: the
+// storage is the next process's first request's to recover ("removed by
+// D's recoverLeftovers for that owner before the first planning request of
+// the next process"), and the plan's slot is the suggestion coordinator's
+// to free by its own terminal write.
+var policy = holder.Policy{}
+
+func newHandle(p *Provider, in suggest.Input) *handle {
+	h := &handle{p: p, in: in, alloc: p.cfg.IDs.UUID()}
+	h.h, _ = holder.New(policy) // its Prepare is the provider's: now, or once recovery ended
+	return h
+}
+
+// step feeds the holder one event and carries out what it asks for.
+func (h *handle) step(ev holder.Event) {
+	next, effs, err := holder.Step(h.h, ev)
+	if err != nil {
+		h.p.trace("request %s: %v", h.in.RequestID, err)
+		return
+	}
+	h.h = next
+	for _, e := range effs {
+		switch e := e.(type) {
+		case holder.AbortPreparation:
+			if h.cancel != nil {
+				h.cancel()
+			}
+		case holder.Start:
+			h.start()
+		case holder.SaveStart:
+			h.step(holder.StartSaved{}) // no row of planning's own to mark running
+		case holder.Cancel:
+			h.dh.Cancel(e.Reason)
+		case holder.WriteTerminal:
+			h.step(holder.Wrote{}) // the suggestion coordinator writes the row
+		case holder.RemoveStorage:
+			h.removeStorage()
+		case holder.FreeSlot:
+			h.settle(h.result)
+		case holder.Mark:
+			h.settle(h.result)
+		default:
+			panic(fmt.Sprintf("planning: the holder asked for %s, which planning's policy never needs", holder.EffectName(e)))
+		}
+	}
 }
 
 func (h *handle) OnSettled(fn func(suggest.Outcome)) {
@@ -166,33 +220,39 @@ func (h *handle) OnSettled(fn func(suggest.Outcome)) {
 	h.fn = fn
 }
 
-// Cancel asks the attempt to stop; the first reason stays.
+// Cancel asks the attempt to stop; the first reason stays (the holder
+// keeps it), and one asked after the end changes nothing.
 func (h *handle) Cancel(reason string) {
-	if h.reason != "" || h.done {
+	if h.h.Phase.Final() {
 		return
 	}
-	h.reason = reason
-	switch {
-	case h.dh != nil:
-		h.dh.Cancel(stopReason(reason))
-	case h.cancel != nil:
-		h.cancel()
-	}
+	h.step(holder.Stop{Reason: firstReason(reason)})
 }
 
-func stopReason(reason string) words.StopReason {
+// firstReason is the first reason of the suggestion coordinator's stop
+// word (timeout, shutdown, else cancelled), which the holder turns back
+// into D's stop reason of the same word.
+func firstReason(reason string) words.Reason {
 	switch reason {
 	case "timeout":
-		return words.StopTimeout
+		return words.ReasonTimeLimit
 	case "shutdown":
-		return words.StopShutdown
+		return words.ReasonShutdown
 	}
-	return words.StopCancelled
+	return words.ReasonCancelled
 }
 
+// stopped is the outcome of a request stopped before its agent started.
+func (h *handle) stopped() suggest.Outcome {
+	return suggest.Outcome{Err: fmt.Errorf("stopped (%s) before it started", holder.StopReasonFor(h.h.First))}
+}
+
+// prepare is the holder's preparation, run by the provider once the
+// owner's leftovers are gone.
 func (h *handle) prepare() {
-	if h.reason != "" {
-		h.settle(suggest.Outcome{Err: fmt.Errorf("stopped (%s) before it started", h.reason)})
+	if h.h.First != "" {
+		h.result = h.stopped()
+		h.step(holder.Prepared{Err: h.result.Err})
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -203,43 +263,56 @@ func (h *handle) prepare() {
 		func(fs dadapter.TaskFilesystems, err error) { h.p.post(func() { h.prepared(fs, err) }) })
 }
 
+// prepareFailed ends a request whose preparation could not run (the
+// owner's recovery failed).
+func (h *handle) prepareFailed(err error) {
+	h.result = suggest.Outcome{Err: err}
+	h.step(holder.Prepared{Err: err})
+}
+
 func (h *handle) prepared(fs dadapter.TaskFilesystems, err error) {
 	h.cancel, h.fs = nil, fs
 	switch {
 	case err != nil:
-		h.finish(suggest.Outcome{Err: fmt.Errorf("task storage: %w", err)})
-	case h.reason != "":
-		h.finish(suggest.Outcome{Err: fmt.Errorf("stopped (%s) before it started", h.reason)})
-	default:
-		dh, err := h.p.cfg.D.Start(dadapter.InvocationInput{RunnerOwner: h.p.cfg.Owner, AttemptID: h.in.RequestID,
-			Phase: words.PhasePlanning, Deadline: h.in.Deadline, Storage: fs, Prompt: Prompt(h.in), Profile: h.p.cfg.Profile})
-		if err != nil {
-			h.finish(suggest.Outcome{Err: fmt.Errorf("the planning agent could not start: %w", err)})
-			return
-		}
-		h.dh = dh
-		h.p.trace("request %s: the planning agent started", h.in.RequestID)
-		dh.OnSettled(func(s dadapter.Settlement) { h.p.post(func() { h.settled(s) }) })
+		h.result = suggest.Outcome{Err: fmt.Errorf("task storage: %w", err)}
+	case h.h.First != "":
+		h.result = h.stopped()
 	}
+	h.step(holder.Prepared{Err: err})
+}
+
+func (h *handle) start() {
+	dh, err := h.p.cfg.D.Start(dadapter.InvocationInput{RunnerOwner: h.p.cfg.Owner, AttemptID: h.in.RequestID,
+		Phase: words.PhasePlanning, Deadline: h.in.Deadline, Storage: h.fs, Prompt: Prompt(h.in), Profile: h.p.cfg.Profile})
+	if err != nil {
+		h.result = suggest.Outcome{Err: fmt.Errorf("the planning agent could not start: %w", err)}
+		h.step(holder.Started{Err: err})
+		return
+	}
+	h.dh = dh
+	h.p.trace("request %s: the planning agent started", h.in.RequestID)
+	h.step(holder.Started{})
+	dh.OnSettled(func(s dadapter.Settlement) { h.p.post(func() { h.settled(s) }) })
 }
 
 func (h *handle) settled(s dadapter.Settlement) {
 	switch {
 	case s.StopReason != words.StopNone:
-		h.finish(suggest.Outcome{Err: fmt.Errorf("the planning agent was stopped (%s): %s", s.StopReason, s.Diagnostic)})
+		h.result = suggest.Outcome{Err: fmt.Errorf("the planning agent was stopped (%s): %s", s.StopReason, s.Diagnostic)}
 	case s.ExitCode != 0:
-		h.finish(suggest.Outcome{Err: fmt.Errorf("the planning agent failed (exit %d): %s", s.ExitCode, s.Diagnostic)})
+		h.result = suggest.Outcome{Err: fmt.Errorf("the planning agent failed (exit %d): %s", s.ExitCode, s.Diagnostic)}
 	default:
 		reply, err := Reply(h.in.Mode, s.Output)
-		h.finish(suggest.Outcome{Reply: reply, Err: err})
+		h.result = suggest.Outcome{Reply: reply, Err: err}
 	}
+	h.step(holder.SettledEv{})
 }
 
-// finish removes the storage, then settles: nothing of the attempt is
-// left when the coordinator hears of it.
-func (h *handle) finish(out suggest.Outcome) {
+// removeStorage removes the storage, then the holder settles the promise:
+// nothing of the attempt is left when the coordinator hears of it.
+func (h *handle) removeStorage() {
 	if h.fs == nil {
-		h.settle(out)
+		h.step(holder.StorageRemoved{})
 		return
 	}
 	fs := h.fs
@@ -249,16 +322,15 @@ func (h *handle) finish(out suggest.Outcome) {
 			if err != nil {
 				h.p.trace("request %s: its storage could not be removed (%v); the next process's first request recovers it", h.in.RequestID, err)
 			}
-			h.settle(out)
+			h.step(holder.StorageRemoved{Err: err})
 		})
 	})
 }
 
 func (h *handle) settle(out suggest.Outcome) {
-	if h.done {
+	if h.out != nil {
 		return
 	}
-	h.done = true
 	h.out = &out
 	if h.fn != nil {
 		h.fn(out)
