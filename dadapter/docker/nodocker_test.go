@@ -105,6 +105,21 @@ func TestBundleRefTakesOnlyOneCommitOnTheBase(t *testing.T) {
 	}
 }
 
+// TestBundleRefTakesOnlyACommitID: the one ref's object must be a full
+// commit ID; a header whose ref names something else (a truncated or
+// forged name) is refused before the runner-owned repository fetches
+// anything under it. No Docker is needed.
+// Sweep survivor (seed 271828): dadapter/docker/commit.go:bundleRef:drop-guard:4d25bea6.
+func TestBundleRefTakesOnlyACommitID(t *testing.T) {
+	base := strings.Repeat("b", 40)
+	for _, name := range []string{"cccc", strings.Repeat("C", 40), strings.Repeat("g", 40), "HEAD"} {
+		b := []byte("# v2 git bundle\n-" + base + " the base\n" + name + " refs/heads/work\n\nPACK")
+		if got, err := bundleRef(b, base); err == nil || !strings.Contains(err.Error(), "not a commit ID") {
+			t.Errorf("ref object %q: %q, %v; want it refused as not a commit ID", name, got, err)
+		}
+	}
+}
+
 // TestRecoveryRemovesNetworksLast: the engine refuses to remove a network
 // a container is still attached to, so recovery's removal plan lists every
 // leftover container before any network, whatever their names (here the
