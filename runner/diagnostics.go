@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/ids"
@@ -34,6 +35,7 @@ func (c *Coordinator) diagnosticsDir() string {
 func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	finished := false // the first of the deadline and D's answer decides
+	answered := false // D's answer came first: the deadline no longer applies, and its save decides
 	finish := func(ref, exportErr string) {
 		if finished {
 			return
@@ -46,7 +48,7 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 	// and recovery never wait on an export past its deadline, even when D's
 	// export never returns.
 	timer := c.afterFunc(c.cfg.ExportTimeout, func() {
-		if !finished {
+		if !finished && !answered {
 			c.traceAttempt(j.attemptID, "export failed %s: export deadline passed", j.attemptID)
 			finish("", words.PartialExportFailedBecause("export deadline passed"))
 		}
@@ -58,6 +60,7 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 			if finished {
 				return // the deadline already decided; a late answer is dropped
 			}
+			answered = true
 			if err != nil {
 				c.traceAttempt(j.attemptID, "export failed %s: %v", j.attemptID, err)
 				finish("", words.PartialExportFailedBecause(err.Error()))
@@ -67,31 +70,52 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 			if r.Truncated {
 				data = append(append([]byte{}, data...), []byte("\ncodeboost: the diff was cut at its byte limit\n")...)
 			}
-			ref, err := c.saveDiagnostic(j.attemptID, data)
-			if err != nil {
-				c.traceAttempt(j.attemptID, "export not saved %s: %v", j.attemptID, err)
-				finish("", words.PartialExportFailedBecause(err.Error()))
-				return
-			}
-			c.traceAttempt(j.attemptID, "export saved %s %s", j.attemptID, ref)
-			finish(ref, "")
+			// D answered in time: what is left is F's own write, which
+			// runs off the loop (a write and an fsync take time, and the
+			// loop is every coordinator's) and reports back.
+			var ref string
+			save := c.diagnosticSave(j.attemptID)
+			c.goWork(func() { ref, err = save(data) }, func() {
+				if err != nil {
+					c.traceAttempt(j.attemptID, "export not saved %s: %v", j.attemptID, err)
+					finish("", words.PartialExportFailedBecause(err.Error()))
+					return
+				}
+				c.traceAttempt(j.attemptID, "export saved %s %s", j.attemptID, ref)
+				finish(ref, "")
+			})
 		})
 	})
 }
 
-// saveDiagnostic writes data as <attemptId>.diff, owner-only, through an
-// exclusive temporary file, and stamps it with the injected clock so that
-// retention's "oldest first" is replayable.
+// saveDiagnostic writes data as <attemptId>.diff on the loop's goroutine
+// (tests; the export writes through diagnosticSave off the loop).
 func (c *Coordinator) saveDiagnostic(attemptID string, data []byte) (string, error) {
+	return c.diagnosticSave(attemptID)(data)
+}
+
+// diagnosticSave returns the write of attemptID's <attemptId>.diff,
+// owner-only, through an exclusive temporary file, stamped with the
+// injected clock so that retention's "oldest first" is replayable. The
+// loop-owned parts (the temporary name's token, the clock) are read when
+// it is made, on the loop; the returned func touches only the file system,
+// so it may run off the loop.
+func (c *Coordinator) diagnosticSave(attemptID string) func(data []byte) (string, error) {
 	if !ids.ValidUUID(attemptID) {
-		return "", fmt.Errorf("attempt ID %q is not safe as a file name", attemptID)
+		return func([]byte) (string, error) {
+			return "", fmt.Errorf("attempt ID %q is not safe as a file name", attemptID)
+		}
 	}
-	dir := c.diagnosticsDir()
+	dir, token, now := c.diagnosticsDir(), c.deps.IDs.Token(), c.deps.Clock.Now()
+	return func(data []byte) (string, error) { return writeDiagnostic(dir, attemptID, token, now, data) }
+}
+
+func writeDiagnostic(dir, attemptID, token string, now time.Time, data []byte) (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}
 	name := attemptID + ".diff"
-	tmp := filepath.Join(dir, "."+attemptID+"."+c.deps.IDs.Token()+".tmp")
+	tmp := filepath.Join(dir, "."+attemptID+"."+token+".tmp")
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return "", err
@@ -104,7 +128,6 @@ func (c *Coordinator) saveDiagnostic(attemptID string, data []byte) (string, err
 		werr = cerr
 	}
 	if werr == nil {
-		now := c.deps.Clock.Now()
 		werr = os.Chtimes(tmp, now, now)
 	}
 	if werr == nil {
