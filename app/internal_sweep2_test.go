@@ -59,3 +59,21 @@ func TestProcessUsingIgnoresThisProcess(t *testing.T) {
 		t.Errorf("processUsing with only this process holding a file = %d, %v; want 0, nil", pid, err)
 	}
 }
+
+// TestProcessUsingFailsWhenNoProcessCouldBeInspected: a process table in
+// which no process's cwd or fd can be read (here: process entries with
+// neither) proves nothing about the directory, so the check fails ("If a
+// process is found, or the check cannot run, it refuses") instead of
+// passing it for a quiet one.
+// Sweep survivor (seed 271828): app/release.go:processUsing:drop-guard:fdb4683e.
+func TestProcessUsingFailsWhenNoProcessCouldBeInspected(t *testing.T) {
+	proc := t.TempDir()
+	for _, pid := range []string{"101", "202"} {
+		if err := os.Mkdir(filepath.Join(proc, pid), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if pid, err := processUsingIn(proc, t.TempDir()); err == nil {
+		t.Fatalf("processUsingIn over processes none of which could be read = %d, nil; want an error", pid)
+	}
+}

@@ -53,8 +53,11 @@ func (a *App) releasePreparation(attemptID string) error {
 // directory, inside dir (0 for none), reading /proc/*/fd and /proc/*/cwd
 // (the contract's check on Linux). It fails when no process at all could
 // be inspected, so an unreadable /proc never passes for a quiet directory.
-func processUsing(dir string) (int, error) {
-	entries, err := os.ReadDir("/proc")
+func processUsing(dir string) (int, error) { return processUsingIn("/proc", dir) }
+
+// processUsingIn is processUsing over the process table mounted at proc.
+func processUsingIn(proc, dir string) (int, error) {
+	entries, err := os.ReadDir(proc)
 	if err != nil {
 		return 0, err
 	}
@@ -66,7 +69,7 @@ func processUsing(dir string) (int, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		base := filepath.Join("/proc", e.Name())
+		base := filepath.Join(proc, e.Name())
 		if cwd, err := os.Readlink(filepath.Join(base, "cwd")); err == nil {
 			checked++
 			if inside(cwd) {

@@ -124,6 +124,10 @@ func TestMergeStatusMapping(t *testing.T) {
 		{"200 with more fields", 200, fmt.Sprintf(`{"merged":true,"sha":%q,"message":"Pull Request successfully merged","extra":{"a":1}}`, sha(7)),
 			codehost.MergeResult{Merged: true, SHA: sha(7)}, nil},
 		{"200 oversized", 200, merged + strings.Repeat(" ", github.MaxBody), codehost.MergeResult{}, codehost.ErrUnknownOutcome},
+		// The bound is MaxBody bytes: a body of exactly that many is read
+		// whole (sweep survivor, seed 271828:
+		// codehost/github/client.go:Client.do:boundary:25cf6f6f).
+		{"200 at the bound", 200, merged + strings.Repeat(" ", github.MaxBody-len(merged)), codehost.MergeResult{Merged: true, SHA: sha(7)}, nil},
 		{"204", 204, ``, codehost.MergeResult{}, codehost.ErrUnknownOutcome},
 		{"301 without location", 301, ``, codehost.MergeResult{}, codehost.ErrUnknownOutcome},
 		{"400", 400, `{"message":"Problems parsing JSON"}`, codehost.MergeResult{}, codehost.ErrUnknownOutcome},
