@@ -3,9 +3,11 @@ package docker
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -143,7 +145,7 @@ func (d *D) runHelper(ctx context.Context, s *storage, r helperRun) (out helperO
 	}
 	stdout := &capped{limit: r.stdoutLimit}
 	stderr := &tail{limit: stderrTail}
-	_, cerr := stdcopy.StdCopy(stdout, stderr, attach.Reader)
+	_, cerr := stdcopy.StdCopy(stdout, stderr, &whole{r: attach.Reader})
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
@@ -222,6 +224,39 @@ func (c *capped) Write(p []byte) (int, error) {
 		c.buf = append(c.buf, p...)
 	}
 	return len(p), nil
+}
+
+// whole passes a multiplexed attach stream through and fails its end
+// inside a frame with io.ErrUnexpectedEOF. stdcopy.StdCopy takes an EOF in
+// the middle of a frame for the stream's end and returns no error, so a
+// stream cut short (a dropped connection, a proxy) would hand F part of a
+// helper's output, a diff or a bundle, as if it were all of it.
+type whole struct {
+	r    io.Reader
+	hdr  int     // bytes of the current frame's 8-byte header read so far
+	size [4]byte // its payload size, big-endian, from header bytes 4 to 7
+	left uint32  // payload bytes of the current frame not read yet
+}
+
+func (w *whole) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	for _, b := range p[:n] {
+		switch {
+		case w.left > 0:
+			w.left--
+		default: // a header byte
+			if w.hdr >= 4 {
+				w.size[w.hdr-4] = b
+			}
+			if w.hdr++; w.hdr == 8 {
+				w.left, w.hdr = binary.BigEndian.Uint32(w.size[:]), 0
+			}
+		}
+	}
+	if err == io.EOF && (w.hdr > 0 || w.left > 0) {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
 }
 
 // tail keeps the last limit bytes written to it: where a failing program

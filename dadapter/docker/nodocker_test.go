@@ -8,6 +8,7 @@ package docker
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -352,6 +354,176 @@ func TestIsCommitIDTakesOnlyAFullSHA1(t *testing.T) {
 	for _, s := range []string{"", full[:7], full[:39], full + "0", strings.ToUpper(full), "HEAD", "-" + full[1:]} {
 		if isCommitID(s) {
 			t.Errorf("%q is taken as a commit ID", s)
+		}
+	}
+}
+
+// TestCheckImageSaysAMissingImageIsNotPulled: codeboost never pulls, so an
+// agent image the engine does not have is a startup error that names the
+// image and says to load or build it there; an image the engine has
+// passes. The fake engine has one image.
+// Sweep survivor (seed 271828): dadapter/docker/open.go:D.CheckImage:ignore-error:5615b010.
+func TestCheckImageSaysAMissingImageIsNotPulled(t *testing.T) {
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/images/agent:present/json") {
+			w.Write([]byte(`{"Id":"sha256:` + strings.Repeat("a", 64) + `","RepoTags":["agent:present"]}`))
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"message":"No such image: agent:absent"}`))
+	})
+	d := adapterOn(t, cli, t.TempDir())
+	if err := d.CheckImage(context.Background(), "agent:present"); err != nil {
+		t.Errorf("CheckImage of an image the engine has: %v", err)
+	}
+	err := d.CheckImage(context.Background(), "agent:absent")
+	if err == nil || !strings.Contains(err.Error(), `the image "agent:absent" is not on the Docker engine (codeboost never pulls`) {
+		t.Errorf("CheckImage of a missing image: %v; want the error that names it and says codeboost never pulls", err)
+	}
+}
+
+// TestHelperAbortedWhileStreamingGetsContextsError: F aborts a helper (an
+// export past its deadline, a stop) while the container is still writing;
+// the attach is closed under the read, and the read's own error (a closed
+// connection) must not stand for the abort's: the helper fails with the
+// context's error, so F reads an abort as one and not as an engine that
+// failed. The fake engine starts the container and then writes nothing,
+// until the test aborts.
+// Sweep survivor (seed 271828): dadapter/docker/containers.go:D.runHelper:ignore-error:b95b4b32.
+func TestHelperAbortedWhileStreamingGetsContextsError(t *testing.T) {
+	started := make(chan struct{})
+	held := make(chan struct{})
+	t.Cleanup(func() { close(held) })
+	ctx, abort := context.WithCancel(context.Background())
+	defer abort()
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/containers/create"):
+			w.WriteHeader(http.StatusCreated)
+			w.Write([]byte(`{"Id":"c1","Warnings":[]}`))
+		case strings.HasSuffix(r.URL.Path, "/containers/c1/attach"):
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			buf.WriteString("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+			buf.Flush()
+			go func() {
+				defer conn.Close()
+				// Once the container started, it writes 8 MiB of standard
+				// output, more than any socket buffers: when the writes
+				// have returned, the helper is reading its stream, past
+				// the start. Then F aborts, with the stream still open.
+				<-started
+				frame := append([]byte{1, 0, 0, 0, 0, 0, 0x40, 0}, make([]byte, 0x4000)...)
+				for range 512 {
+					if _, err := conn.Write(frame); err != nil {
+						return
+					}
+				}
+				abort()
+				<-held
+			}()
+		case strings.HasSuffix(r.URL.Path, "/containers/c1/start"):
+			w.WriteHeader(http.StatusNoContent)
+			close(started)
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"message":"not in this fake"}`))
+		}
+	})
+	d := adapterOn(t, cli, t.TempDir())
+	s := &storage{owner: newOwner(strings.Repeat("a", 32)), work: "w", meta: "m"}
+	_, err := d.runHelper(ctx, s, helperRun{kind: KindExport, stdoutLimit: 1 << 10})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("runHelper aborted while the container streamed: %v; want the context's error", err)
+	}
+}
+
+// TestHelperWhoseStreamBreaksFails: a helper's standard output is what F
+// trusts (a diff, a bundle, a tree listing), so a stream that breaks in
+// the middle of a frame fails the helper, even when the container then
+// reports exit 0: its output is not whole. The fake engine cuts the
+// stream inside a frame and answers the wait with 0.
+// Sweep survivor (seed 271828): dadapter/docker/containers.go:D.runHelper:ignore-error:b95b4b32.
+func TestHelperWhoseStreamBreaksFails(t *testing.T) {
+	started := make(chan struct{})
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/containers/create"):
+			w.WriteHeader(http.StatusCreated)
+			w.Write([]byte(`{"Id":"c1","Warnings":[]}`))
+		case strings.HasSuffix(r.URL.Path, "/containers/c1/attach"):
+			conn, buf, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			buf.WriteString("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+			buf.Flush()
+			go func() {
+				defer conn.Close()
+				<-started
+				// A frame that announces 100 bytes of standard output and
+				// carries 10.
+				conn.Write(append([]byte{1, 0, 0, 0, 0, 0, 0, 100}, "diff --git"...))
+			}()
+		case strings.HasSuffix(r.URL.Path, "/containers/c1/start"):
+			w.WriteHeader(http.StatusNoContent)
+			close(started)
+		case strings.HasSuffix(r.URL.Path, "/containers/c1/wait"):
+			w.Write([]byte(`{"StatusCode":0}`))
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"message":"not in this fake"}`))
+		}
+	})
+	d := adapterOn(t, cli, t.TempDir())
+	s := &storage{owner: newOwner(strings.Repeat("a", 32)), work: "w", meta: "m"}
+	out, err := d.runHelper(context.Background(), s, helperRun{kind: KindExport, stdoutLimit: 1 << 10})
+	if err == nil || !strings.Contains(err.Error(), "read the export container's output") {
+		t.Fatalf("runHelper over a broken stream = %q, %v; want the read's error", out.stdout, err)
+	}
+}
+
+// TestWholeEndsOnlyBetweenFrames: the attach stream's frames (an 8-byte
+// header whose last four bytes are the payload's size, then the payload)
+// may end only between two frames; read whole or a byte at a time, a clean
+// end is io.EOF and an end inside a header or a payload is
+// io.ErrUnexpectedEOF.
+func TestWholeEndsOnlyBetweenFrames(t *testing.T) {
+	frame := func(stream byte, payload string) string {
+		n := len(payload)
+		return string([]byte{stream, 0, 0, 0, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}) + payload
+	}
+	two := frame(1, "diff --git a/x b/x\n") + frame(2, "") + frame(2, "warning\n")
+	for _, c := range []struct {
+		name   string
+		stream string
+		want   error
+	}{
+		{"empty", "", nil},
+		{"whole frames", two, nil},
+		{"a large payload", frame(1, strings.Repeat("x", 70000)), nil},
+		{"a payload past 16 MiB", frame(1, strings.Repeat("x", 1<<24+1)), nil},
+		{"cut in a header", two + frame(1, "more")[:5], io.ErrUnexpectedEOF},
+		{"cut in a payload", two + frame(1, "more")[:10], io.ErrUnexpectedEOF},
+		{"cut in a large payload", frame(1, strings.Repeat("x", 70000))[:60000], io.ErrUnexpectedEOF},
+	} {
+		for _, oneByte := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(c.stream)
+			if oneByte {
+				r = iotest.OneByteReader(r)
+			}
+			got, err := io.ReadAll(&whole{r: r})
+			if !errors.Is(err, c.want) || (c.want == nil && err != nil) || string(got) != c.stream {
+				t.Errorf("%s (one byte at a time %v): read %d of %d bytes, %v; want all of them and %v", c.name, oneByte, len(got), len(c.stream), err, c.want)
+			}
 		}
 	}
 }
