@@ -236,7 +236,8 @@ var ErrUnexpected = errors.New("holder: unexpected event")
 
 // StopReasonFor is the reason D is asked to stop with for a first reason:
 // shutdown for shutdown, timeout for the task budget, cancelled for the
-// rest.
+// rest. D has no stale value: F passes cancelled and keeps the real cause
+// itself.
 func StopReasonFor(r words.Reason) words.StopReason {
 	switch r {
 	case words.ReasonShutdown:

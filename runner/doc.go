@@ -35,7 +35,7 @@
 //	preparation (AbortSignal)             prepareStorage, prepareClone, abortPreparation
 //	launch check                          Coordinator.launch
 //	InvocationHandle.settled              dadapter.Handle.OnSettled
-//	handle.cancel(reason)                 dadapter.Handle.Cancel, dReason
+//	handle.cancel(reason)                 dadapter.Handle.Cancel, holder.StopReasonFor
 //	live output (issue 8, not contract)   Deps.Output → dadapter.InvocationInput.Output
 //	rule 2 (terminal from first reason)   decideTerminal (settlement and recovery step 3)
 //	publication steps 1–5                 publishResult, publishNow, store.Tx.Publish

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -287,7 +288,7 @@ func (c *Coordinator) launch(j *job) {
 		}
 		c.traceAttempt(j.attemptID, "pending → running refused %s: first reason %s", j.attemptID, j.firstReason)
 		if !cancelled {
-			h.Cancel(dReason(j.firstReason))
+			h.Cancel(holder.StopReasonFor(j.firstReason))
 		}
 	default:
 		c.traceAttempt(j.attemptID, "pending → running failed %s: %v", j.attemptID, err)
@@ -371,18 +372,6 @@ func reasonDiagnostic(reason words.Reason, staleCause string) string {
 		return staleCause
 	}
 	return ""
-}
-
-// dReason maps F's first reason to the D stop reason passed to Cancel. D has
-// no stale value: F passes cancelled and keeps the real cause itself.
-func dReason(reason words.Reason) words.StopReason {
-	switch reason {
-	case words.ReasonShutdown:
-		return words.StopShutdown
-	case words.ReasonTimeLimit:
-		return words.StopTimeout
-	}
-	return words.StopCancelled
 }
 
 // profileFor is the agent profile an attempt of kind runs with. A check

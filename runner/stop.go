@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -90,8 +91,8 @@ func (c *Coordinator) applyStop(j *job, reason words.Reason, staleCause string, 
 	switch {
 	case j.handle != nil:
 		if j.settled == nil {
-			j.handle.Cancel(dReason(reason))
-			c.traceAttempt(j.attemptID, "d cancel %s %s", j.attemptID, dReason(reason))
+			j.handle.Cancel(holder.StopReasonFor(reason))
+			c.traceAttempt(j.attemptID, "d cancel %s %s", j.attemptID, holder.StopReasonFor(reason))
 		}
 	case j.prepBusy:
 		c.traceAttempt(j.attemptID, "abort preparation %s", j.attemptID)

@@ -398,19 +398,8 @@ func TestHelperAbortedWhileStreamingGetsContextsError(t *testing.T) {
 	defer abort()
 	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/containers/create"):
-			w.WriteHeader(http.StatusCreated)
-			w.Write([]byte(`{"Id":"c1","Warnings":[]}`))
 		case strings.HasSuffix(r.URL.Path, "/containers/c1/attach"):
-			conn, buf, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			buf.WriteString("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
-			buf.Flush()
-			go func() {
-				defer conn.Close()
+			attached(t, w, func(conn net.Conn) {
 				// Once the container started, it writes 8 MiB of standard
 				// output, more than any socket buffers: when the writes
 				// have returned, the helper is reading its stream, past
@@ -424,15 +413,9 @@ func TestHelperAbortedWhileStreamingGetsContextsError(t *testing.T) {
 				}
 				abort()
 				<-held
-			}()
-		case strings.HasSuffix(r.URL.Path, "/containers/c1/start"):
-			w.WriteHeader(http.StatusNoContent)
-			close(started)
-		case r.Method == http.MethodDelete:
-			w.WriteHeader(http.StatusNoContent)
+			})
 		default:
-			w.WriteHeader(http.StatusNotFound)
-			w.Write([]byte(`{"message":"not in this fake"}`))
+			helperEngine(w, r, started)
 		}
 	})
 	d := adapterOn(t, cli, t.TempDir())
@@ -440,6 +423,41 @@ func TestHelperAbortedWhileStreamingGetsContextsError(t *testing.T) {
 	_, err := d.runHelper(ctx, s, helperRun{kind: KindExport, stdoutLimit: 1 << 10})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("runHelper aborted while the container streamed: %v; want the context's error", err)
+	}
+}
+
+// attached answers a container attach as the engine does (101, then the
+// raw multiplexed stream) and hands the connection to stream, on its own
+// goroutine, which closes it when stream returns.
+func attached(t *testing.T, w http.ResponseWriter, stream func(conn net.Conn)) {
+	conn, buf, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	buf.WriteString("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+	buf.Flush()
+	go func() {
+		defer conn.Close()
+		stream(conn)
+	}()
+}
+
+// helperEngine is the rest of a helper container's life on a fake engine:
+// the create (as c1), the start (closing started) and the removal.
+func helperEngine(w http.ResponseWriter, r *http.Request, started chan struct{}) {
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/containers/create"):
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"Id":"c1","Warnings":[]}`))
+	case strings.HasSuffix(r.URL.Path, "/containers/c1/start"):
+		w.WriteHeader(http.StatusNoContent)
+		close(started)
+	case r.Method == http.MethodDelete:
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		w.Write([]byte(`{"message":"not in this fake"}`))
 	}
 }
 
@@ -453,34 +471,17 @@ func TestHelperWhoseStreamBreaksFails(t *testing.T) {
 	started := make(chan struct{})
 	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/containers/create"):
-			w.WriteHeader(http.StatusCreated)
-			w.Write([]byte(`{"Id":"c1","Warnings":[]}`))
 		case strings.HasSuffix(r.URL.Path, "/containers/c1/attach"):
-			conn, buf, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			buf.WriteString("HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
-			buf.Flush()
-			go func() {
-				defer conn.Close()
+			attached(t, w, func(conn net.Conn) {
 				<-started
 				// A frame that announces 100 bytes of standard output and
 				// carries 10.
 				conn.Write(append([]byte{1, 0, 0, 0, 0, 0, 0, 100}, "diff --git"...))
-			}()
-		case strings.HasSuffix(r.URL.Path, "/containers/c1/start"):
-			w.WriteHeader(http.StatusNoContent)
-			close(started)
+			})
 		case strings.HasSuffix(r.URL.Path, "/containers/c1/wait"):
 			w.Write([]byte(`{"StatusCode":0}`))
-		case r.Method == http.MethodDelete:
-			w.WriteHeader(http.StatusNoContent)
 		default:
-			w.WriteHeader(http.StatusNotFound)
-			w.Write([]byte(`{"message":"not in this fake"}`))
+			helperEngine(w, r, started)
 		}
 	})
 	d := adapterOn(t, cli, t.TempDir())
