@@ -167,14 +167,21 @@ func (c *Coordinator) live() []*invocation {
 // settled and the terminal write succeeded ("Handles are removed from the
 // map only after their outcome settles").
 func (c *Coordinator) release(inv *invocation) {
+	c.forget(inv)
+	if c.active[inv.planKey] == inv {
+		delete(c.active, inv.planKey)
+	}
+	c.maybeDrained()
+}
+
+// forget stops the budget's timer and drops the invocation's handle: its
+// holder has ended, freed (release) or held under its marker (hold), so no
+// later event acts on it.
+func (c *Coordinator) forget(inv *invocation) {
 	if inv.timer != nil {
 		inv.timer.Stop()
 		inv.timer = nil
 	}
 	inv.handle = nil
 	delete(c.byID, inv.id)
-	if c.active[inv.planKey] == inv {
-		delete(c.active, inv.planKey)
-	}
-	c.maybeDrained()
 }

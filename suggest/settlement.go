@@ -198,12 +198,7 @@ func (c *Coordinator) finish(inv *invocation, s settlement) {
 // hold is the holder's marker: the handle goes, and the plan's slot stays
 // held until restart.
 func (c *Coordinator) hold(inv *invocation) {
-	if inv.timer != nil {
-		inv.timer.Stop()
-		inv.timer = nil
-	}
-	inv.handle = nil
-	delete(c.byID, inv.id)
+	c.forget(inv)
 	c.maybeDrained()
 }
 
