@@ -554,3 +554,25 @@ func TestInventoryFailsWhenAListFails(t *testing.T) {
 		t.Fatalf("inventory with the volume list failing = %v, %v; want the list's error", objs, err)
 	}
 }
+
+// TestReleaseTaskCommitSaysWhoseCommitItCouldNotDrop: the runner traces a
+// failed release and goes on ("garbage in the runner-owned repository, not
+// a hazard"), so the error is all a person reads of it: it names the
+// attempt whose commit ref is left. Here the runner-owned repository
+// cannot be opened: its runner root is a file.
+// Sweep survivor (seed 271828): dadapter/docker/release.go:D.ReleaseTaskCommit:ignore-error:31d5f59c.
+func TestReleaseTaskCommitSaysWhoseCommitItCouldNotDrop(t *testing.T) {
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.WriteFile(root, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := adapterOn(t, cli, root)
+	s := &storage{owner: newOwner(strings.Repeat("a", 32)), repository: t.TempDir()}
+	done := make(chan error, 1)
+	d.ReleaseTaskCommit(s, func(err error) { done <- err })
+	err := <-done
+	if err == nil || !strings.Contains(err.Error(), "docker: release the commit of "+s.owner.AttemptID+": ") {
+		t.Fatalf("ReleaseTaskCommit with a runner root that is a file: %v; want the error naming the attempt", err)
+	}
+}
