@@ -249,7 +249,7 @@ func StopReasonFor(r words.Reason) words.StopReason {
 }
 
 // Step is the transition function: h after ev, and what to do now. It
-// takes no time (the shape was (holder, event, now)): the deadlines
+// takes no time: the deadlines
 // that stop an attempt are the lane's timers, which arrive here as events
 // (PrepDeadline, a Stop for the time limit), so every decision depends on
 // the order of events alone, and the table test needs no clock either.
