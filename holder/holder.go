@@ -249,10 +249,10 @@ func StopReasonFor(r words.Reason) words.StopReason {
 }
 
 // Step is the transition function: h after ev, and what to do now. It
-// takes no time: the deadlines
-// that stop an attempt are the lane's timers, which arrive here as events
-// (PrepDeadline, a Stop for the time limit), so every decision depends on
-// the order of events alone, and the table test needs no clock either.
+// takes no time: the deadlines that stop an attempt are the lane's timers,
+// which arrive here as events (PrepDeadline, a Stop for the time limit),
+// so every decision depends on the order of events alone, and the table
+// test needs no clock either.
 func Step(h Holder, ev Event) (Holder, []Effect, error) {
 	if stop, ok := ev.(Stop); ok && !h.Phase.Final() {
 		return h.stop(stop.Reason)
