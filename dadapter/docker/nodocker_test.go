@@ -576,3 +576,18 @@ func TestReleaseTaskCommitSaysWhoseCommitItCouldNotDrop(t *testing.T) {
 		t.Fatalf("ReleaseTaskCommit with a runner root that is a file: %v; want the error naming the attempt", err)
 	}
 }
+
+// TestAgentProfileNeedsAnImage: an agent profile that names no image (or
+// only blanks) is refused before anything is made, with its own reason,
+// rather than handed to the engine as an empty image name.
+// Sweep survivor (seed 271828): dadapter/docker/start.go:checkProfile:drop-guard:65179d35.
+func TestAgentProfileNeedsAnImage(t *testing.T) {
+	for _, image := range []string{"", "  "} {
+		if err := checkProfile(dadapter.AgentProfile{Image: image}); err == nil || err.Error() != "the agent profile names no image" {
+			t.Errorf("checkProfile with image %q: %v; want it refused as naming no image", image, err)
+		}
+	}
+	if err := checkProfile(dadapter.AgentProfile{Image: "agent:1"}); err != nil {
+		t.Errorf("checkProfile with an image: %v", err)
+	}
+}
