@@ -6,6 +6,7 @@ package docker
 // their own.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/dtest"
+	"github.com/codeboost/codeboost/words"
 )
 
 // TestCloneParentMustLieUnderTheRunnersDirectory guards CreateTaskClone's
@@ -589,5 +591,31 @@ func TestAgentProfileNeedsAnImage(t *testing.T) {
 	}
 	if err := checkProfile(dadapter.AgentProfile{Image: "agent:1"}); err != nil {
 		t.Errorf("checkProfile with an image: %v", err)
+	}
+}
+
+// TestCaptureOfACutStreamStopsTheAgent: the agent's standard output is its
+// result, so an attach stream that ends inside a frame has lost output,
+// as a failed read has: D stops the agent with capture-failure rather than
+// settle with part of a result. A stream that ends between frames is the
+// agent's whole output, and stops nothing.
+func TestCaptureOfACutStreamStopsTheAgent(t *testing.T) {
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
+	d := adapterOn(t, cli, t.TempDir())
+	frame := append([]byte{1, 0, 0, 0, 0, 0, 0, 12}, `{"summary":}`...)
+	for _, c := range []struct {
+		name   string
+		stream []byte
+		want   words.StopReason
+	}{
+		{"whole", frame, ""},
+		{"cut inside the frame", frame[:14], words.StopCaptureFailure},
+	} {
+		h := newHandle(d, dadapter.InvocationInput{AttemptID: dtest.NewID(), Deadline: time.Now().Add(time.Hour)}, client.ContainerCreateOptions{})
+		newCapture(h).read(bytes.NewReader(c.stream))
+		h.deadline.Stop()
+		if got, why := h.stopReason(); got != c.want {
+			t.Errorf("%s: stop reason %q (%s); want %q", c.name, got, why, c.want)
+		}
 	}
 }

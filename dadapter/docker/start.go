@@ -491,9 +491,10 @@ func newCapture(h *handle) *capture {
 
 // read demultiplexes the attach stream until it ends. A read that fails
 // while the stream is still wanted loses output: D stops the agent with
-// capture-failure rather than settle with a result it cannot vouch for.
+// capture-failure rather than settle with a result it cannot vouch for. A
+// stream that ends inside a frame has lost output too (whole).
 func (c *capture) read(r io.Reader) {
-	_, err := stdcopy.StdCopy(writerFunc(c.stdout), writerFunc(c.stderr), r)
+	_, err := stdcopy.StdCopy(writerFunc(c.stdout), writerFunc(c.stderr), &whole{r: r})
 	if err != nil && !c.isClosing() {
 		c.h.stop(words.StopCaptureFailure, bound("stopped: the output capture failed: "+err.Error()))
 	}
