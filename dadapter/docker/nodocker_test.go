@@ -619,3 +619,25 @@ func TestCaptureOfACutStreamStopsTheAgent(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelKeepsItsReason: a Cancel carries F's reason to the
+// settlement (shutdown stays shutdown), and one without a reason counts
+// as cancelled, so that a settlement never reads as an agent that exited
+// on its own. No engine call is made.
+// Sweep survivor (seed 271828): dadapter/docker/start.go:handle.Cancel:negate:9caa9174.
+func TestCancelKeepsItsReason(t *testing.T) {
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotFound) })
+	d := adapterOn(t, cli, t.TempDir())
+	for _, c := range []struct{ give, want words.StopReason }{
+		{words.StopShutdown, words.StopShutdown},
+		{words.StopCancelled, words.StopCancelled},
+		{words.StopNone, words.StopCancelled},
+	} {
+		h := newHandle(d, dadapter.InvocationInput{AttemptID: dtest.NewID(), Deadline: time.Now().Add(time.Hour)}, client.ContainerCreateOptions{})
+		h.Cancel(c.give)
+		h.deadline.Stop()
+		if got, _ := h.stopReason(); got != c.want {
+			t.Errorf("Cancel(%q): stop reason %q, want %q", c.give, got, c.want)
+		}
+	}
+}
