@@ -114,11 +114,7 @@ func (c *Coordinator) launch(ctx context.Context, row store.PlanRequest, req Sta
 	c.trace("start %s: %s of %s at revision %d, snapshot %s", id, inv.mode, inv.planKey, inv.revision, inv.snapshot)
 	h, effs := holder.New(policy)
 	inv.h = h
-	for _, e := range effs {
-		if _, ok := e.(holder.Prepare); ok {
-			c.step(inv, holder.Prepared{}) // nothing to prepare: the provider prepares its own
-		}
-	}
+	c.do(inv, effs)
 }
 
 // startProvider is the holder's start: the provider gets the input, then

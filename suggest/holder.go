@@ -32,6 +32,11 @@ func (c *Coordinator) step(inv *invocation, ev holder.Event) {
 		return
 	}
 	inv.h = next
+	c.do(inv, effs)
+}
+
+// do carries out the holder's effects, in order.
+func (c *Coordinator) do(inv *invocation, effs []holder.Effect) {
 	for _, e := range effs {
 		switch e := e.(type) {
 		case holder.Prepare:

@@ -25,7 +25,6 @@ const (
 	notStarted     = "The planning agent could not start: "
 	invalidReply   = "The planning agent's reply is not valid: "
 	replyNotSaved  = "The planning agent's reply could not be saved: "
-	resultNotSaved = words.NeedsRestartPrefix + "result could not be saved"
 )
 
 // timedOut is the reason of a request whose budget ran out, in the words
@@ -36,3 +35,7 @@ func timedOut(budget time.Duration) string {
 	}
 	return fmt.Sprintf("Timed out after %s", budget)
 }
+
+// resultNotSaved is the unresolved marker's words, as the runner's status
+// says them: "Needs restart: result could not be saved".
+var resultNotSaved = words.NeedsRestart(words.ResultNotSaved)
