@@ -74,7 +74,7 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 			// runs off the loop (a write and an fsync take time, and the
 			// loop is every coordinator's) and reports back.
 			var ref string
-			save := c.diagnosticSave(j.attemptID)
+			save := c.saveDiagnostic(j.attemptID)
 			c.goWork(func() { ref, err = save(data) }, func() {
 				if err != nil {
 					c.traceAttempt(j.attemptID, "export not saved %s: %v", j.attemptID, err)
@@ -88,29 +88,21 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 	})
 }
 
-// saveDiagnostic writes data as <attemptId>.diff on the loop's goroutine
-// (tests; the export writes through diagnosticSave off the loop).
-func (c *Coordinator) saveDiagnostic(attemptID string, data []byte) (string, error) {
-	return c.diagnosticSave(attemptID)(data)
-}
-
-// diagnosticSave returns the write of attemptID's <attemptId>.diff,
+// saveDiagnostic returns the write of attemptID's <attemptId>.diff,
 // owner-only, through an exclusive temporary file, stamped with the
 // injected clock so that retention's "oldest first" is replayable. The
 // loop-owned parts (the temporary name's token, the clock) are read when
 // it is made, on the loop; the returned func touches only the file system,
 // so it may run off the loop.
-func (c *Coordinator) diagnosticSave(attemptID string) func(data []byte) (string, error) {
-	if !ids.ValidUUID(attemptID) {
-		return func([]byte) (string, error) {
-			return "", fmt.Errorf("attempt ID %q is not safe as a file name", attemptID)
-		}
-	}
+func (c *Coordinator) saveDiagnostic(attemptID string) func(data []byte) (string, error) {
 	dir, token, now := c.diagnosticsDir(), c.deps.IDs.Token(), c.deps.Clock.Now()
 	return func(data []byte) (string, error) { return writeDiagnostic(dir, attemptID, token, now, data) }
 }
 
 func writeDiagnostic(dir, attemptID, token string, now time.Time, data []byte) (string, error) {
+	if !ids.ValidUUID(attemptID) {
+		return "", fmt.Errorf("attempt ID %q is not safe as a file name", attemptID)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
 	}

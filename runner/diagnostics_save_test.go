@@ -75,7 +75,7 @@ func TestSaveDiagnosticFailsWithoutLeavingOrTakingAFile(t *testing.T) {
 				tc.plant(t, dir)
 			}
 			before := snapshotFiles(t, filepath.Dir(dir))
-			name, err := c.saveDiagnostic(tc.attemptID, []byte("diff --git a/x b/x\n"))
+			name, err := c.saveDiagnostic(tc.attemptID)([]byte("diff --git a/x b/x\n"))
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Fatalf("save: %v", err)
@@ -133,7 +133,7 @@ func TestSaveDiagnosticReportsAFailedWrite(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &syscall.Rlimit{Cur: limit, Max: old.Max}); err != nil {
 		t.Skipf("setrlimit: %v", err)
 	}
-	name, err := c.saveDiagnostic(c.deps.IDs.UUID(), bytes.Repeat([]byte("+"), 2*limit))
+	name, err := c.saveDiagnostic(c.deps.IDs.UUID())(bytes.Repeat([]byte("+"), 2*limit))
 	if rerr := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old); rerr != nil {
 		t.Fatalf("restoring the file size limit: %v", rerr)
 	}
