@@ -498,7 +498,8 @@ func TestStorageAllocationIDReused(t *testing.T) {
 // staging directory is left, and the ID is free again.
 func TestStorageAbortedAllocation(t *testing.T) {
 	w := newWorld(t)
-	d := w.adapter(nil)
+	p := newProxy(t, w.cli)
+	d := w.adapter(p.newClient(t))
 	repo, head := userRepo(t)
 	src := dadapter.Source{Repository: repo, Commit: head}
 	abort := func(name string, arm func(ctx context.Context, cancel context.CancelFunc, owner dadapter.StorageOwner) func(dadapter.ProcessGroup)) {
@@ -542,19 +543,24 @@ func TestStorageAbortedAllocation(t *testing.T) {
 			}
 		})
 	}
-	abort("once the keeper exists", func(ctx context.Context, cancel context.CancelFunc, owner dadapter.StorageOwner) func(dadapter.ProcessGroup) {
-		go func() {
-			name := objectName(KindKeeper, owner.AllocationID)
-			for ctx.Err() == nil {
-				if _, err := w.cli.ContainerInspect(ctx, name, client.ContainerInspectOptions{}); err == nil {
-					cancel()
-					return
-				}
-				time.Sleep(2 * time.Millisecond)
+	// Once the keeper exists the allocation seeds it through the archive
+	// API: the proxy holds that request and cancels as it arrives, so the
+	// abort lands inside the seeding on every run (a poll for the keeper
+	// raced the seeding and, over a fast engine, lost).
+	abort("once the keeper exists, during the seeding", func(_ context.Context, cancel context.CancelFunc, _ dadapter.StorageOwner) func(dadapter.ProcessGroup) {
+		p.Stall(func(r string) bool {
+			if strings.HasPrefix(r, "PUT ") && strings.Contains(r, "/archive") {
+				cancel()
+				return true
 			}
-		}()
+			return false
+		})
 		return nil
 	})
+	p.Resume()
+	if len(p.Held()) == 0 {
+		t.Error("no seeding request was held: the last case did not abort during the seeding")
+	}
 }
 
 // TestStorageRemove: RemoveTaskFilesystems removes the keeper and both
