@@ -6,11 +6,14 @@ package docker
 // their own.
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -639,5 +642,101 @@ func TestCancelKeepsItsReason(t *testing.T) {
 		if got, _ := h.stopReason(); got != c.want {
 			t.Errorf("Cancel(%q): stop reason %q, want %q", c.give, got, c.want)
 		}
+	}
+}
+
+// TestNumericUserTakesOnlyUidGid: the seed's tar names owners by number,
+// so the agent user is "uid:gid" in decimal; root's 0:0 is a number like
+// any other, and a name, a lone uid or a negative number is refused.
+// Sweep mutant (seed 271828, not run in its sweep):
+// dadapter/docker/storage_ops.go:numericUser:boundary:88b8bb78.
+func TestNumericUserTakesOnlyUidGid(t *testing.T) {
+	for user, want := range map[string][2]int{"1000:1000": {1000, 1000}, "0:0": {0, 0}, "0:5": {0, 5}, "7:0": {7, 0}} {
+		if uid, gid, err := numericUser(user); err != nil || uid != want[0] || gid != want[1] {
+			t.Errorf("numericUser(%q) = %d, %d, %v; want %v", user, uid, gid, err, want)
+		}
+	}
+	for _, user := range []string{"", "1000", "agent:agent", "1000:", ":1000", "-1:0", "0:-1", "1000:1000:1"} {
+		if _, _, err := numericUser(user); err == nil || !strings.Contains(err.Error(), "is not numeric uid:gid") {
+			t.Errorf("numericUser(%q): %v; want it refused", user, err)
+		}
+	}
+}
+
+// TestMetaEntriesAreRootsAndReadOnlyWhereGitMadeThem: the seeded metadata
+// is root's; a file git left writable by its owner stays writable by
+// root alone (0644), one git made read-only (an object) stays read-only
+// for all (0444), and directories are 0755. Reflogs and hooks are left
+// out.
+// Sweep mutant (seed 271828, not run in its sweep):
+// dadapter/docker/storage_ops.go:metaEntries:negate:8c1e494c.
+func TestMetaEntriesAreRootsAndReadOnlyWhereGitMadeThem(t *testing.T) {
+	git := t.TempDir()
+	for name, mode := range map[string]os.FileMode{"HEAD": 0o664, "objects/ab/cdef": 0o444, "logs/HEAD": 0o644, "hooks/pre-commit": 0o755} {
+		p := filepath.Join(git, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(name), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := metaEntries(tw, git, ".git/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	tr := tar.NewReader(&buf)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = fmt.Sprintf("%#o %d:%d", h.Mode, h.Uid, h.Gid)
+	}
+	want := map[string]string{".git/HEAD": "0644 0:0", ".git/objects/": "0755 0:0", ".git/objects/ab/": "0755 0:0", ".git/objects/ab/cdef": "0444 0:0"}
+	if !maps.Equal(got, want) {
+		t.Errorf("metaEntries wrote %v, want %v", got, want)
+	}
+}
+
+// TestAllocationNeedsAnAbsoluteRepository: the source repository is named
+// by an absolute path, the form the runner-owned repository is keyed by;
+// a relative one (read against whatever directory the process is in) is
+// refused, saying so, before anything is asked of the engine or made on
+// disk.
+// Sweep survivor (seed 271828): dadapter/docker/storage_ops.go:D.allocate:drop-guard:c73973f3.
+func TestAllocationNeedsAnAbsoluteRepository(t *testing.T) {
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the engine was asked %s %s", r.Method, r.URL.Path)
+		w.WriteHeader(http.StatusNotImplemented)
+		w.Write([]byte(`{"message":"not in this test"}`))
+	})
+	root := t.TempDir()
+	d := adapterOn(t, cli, root)
+	for _, repo := range []string{"repo", "./repo", "../repo", ""} {
+		owner := newOwner(dtest.NewToken())
+		_, err := d.allocate(context.Background(), owner, dadapter.Source{Repository: repo}, nil)
+		if err == nil || !strings.Contains(err.Error(), "is not an absolute path") {
+			t.Errorf("allocate from %q: %v; want it refused as not an absolute path", repo, err)
+		}
+		if left, _ := os.ReadDir(root); len(left) > 0 {
+			t.Errorf("allocate from %q made %v under the runner root", repo, left)
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.held) > 0 {
+		t.Errorf("%d allocations held after the refusals", len(d.held))
 	}
 }

@@ -447,6 +447,20 @@ func TestUnclean(t *testing.T) {
 	if got != want {
 		t.Errorf("unclean:\n\t%s\nwant\n\t%s", got, want)
 	}
+	// Each list in the order the refusal names them; exactly maxNamed
+	// paths are all named, with no count after them.
+	for _, c := range []struct {
+		fields []string
+		want   string
+	}{
+		{[]string{"ignored", "i", "nested", "n", "submodule", "s", "dotgit", "g/.git", "special", "f"},
+			`"i" (ignored), "n" (an untracked nested repository), "s" (content in a submodule directory), "g/.git" (an entry named .git), "f" (a fifo or socket)`},
+		{[]string{"special", "f", "refused", "r"}, `"f" (a fifo or socket), "r" (a path git will not add)`},
+	} {
+		if got := unclean(helperOutput{stdout: stream(c.fields...)}, 1000); got != c.want {
+			t.Errorf("unclean:\n\t%s\nwant\n\t%s", got, c.want)
+		}
+	}
 	if got := unclean(helperOutput{stdout: stream("A", "a"), overflow: true}, 3); got != "its change manifest is over 3 bytes" {
 		t.Errorf("over the bound: %s", got)
 	}
