@@ -51,6 +51,20 @@ type Status struct {
 	// requested (saved or not) and no unresolved marker, so a cancel would
 	// stop it.
 	Cancellable bool
+	// TaskCancellable offers Cancel task: the runner is open and the
+	// Store's CheckCancelTask admits it. Mergeable, ContinuationApprovable
+	// and Guidance offer Merge, Approve continuation and "Send back with
+	// guidance": the Store's CheckMerge, CheckApproveContinuation and
+	// CheckGuidance at the present versions (a review action is not
+	// admission: it is taken while the server drains, so these do not
+	// follow the runner's admission). ContinuationRefusal is why a
+	// checkpoint's continuation is not approvable now, in the Store's
+	// words ("" when it is, or when the task has no checkpoint).
+	TaskCancellable        bool
+	Mergeable              bool
+	ContinuationApprovable bool
+	ContinuationRefusal    string
+	Guidance               bool
 	// Progress is the plan run's progress and newest scope checkpoint,
 	// read from rows (store.Progress): GET /api/runner shows it without
 	// rebuilding Git history.
@@ -76,6 +90,7 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 	runnable := st.Available && !held && !st.PlanRun && !budgetOut && slices.Contains(c.cfg.Kinds, words.KindExecute)
 	st.Startable = runnable && startErr == nil
 	st.Resumable = runnable && resumeErr == nil
+	st.offer(rows, snap.open)
 	if held && facts.stopReason != "" && facts.unresolved == "" {
 		st.StopRequested = &StopRequested{AttemptID: facts.attemptID, Reason: facts.stopReason, Saved: facts.stopSaved}
 	}
@@ -105,6 +120,16 @@ func (c *Coordinator) Status(planKey string) (Status, error) {
 	// action and decides whether it is offered.
 	st.RunAgain, st.Retryable = rows.runAgainErr == nil, rows.retryErr == nil
 	return st, nil
+}
+
+// offer sets the offers that are the Store's checks of the task's actions
+// alone (Cancel task also needs the runner open: the runner takes it).
+func (st *Status) offer(rows statusRows, open bool) {
+	st.TaskCancellable, st.Mergeable, st.Guidance = open && rows.cancelTaskErr == nil, rows.mergeErr == nil, rows.guidanceErr == nil
+	st.ContinuationApprovable = rows.continuationErr == nil
+	if r, ok := errors.AsType[*store.Refusal](rows.continuationErr); ok && st.Progress.Checkpoint != nil {
+		st.ContinuationRefusal = r.Message
+	}
 }
 
 func label(a store.Attempt, stop *StopRequested, un *Unresolved) string {
@@ -146,7 +171,10 @@ type statusRows struct {
 	resumeErr     error
 	retryErr      error // CheckRetry of the current attempt: nil offers Retry
 	runAgainErr   error // CheckRunAgain of the current attempt: nil offers "Run again on the current code"
-	progress      store.Progress
+	// The Store's checks of the task's other actions, at the present
+	// versions: nil offers the action.
+	cancelTaskErr, mergeErr, continuationErr, guidanceErr error
+	progress                                              store.Progress
 }
 
 // errNoAttempt stands for both checks of a task with no attempt yet.
@@ -196,6 +224,8 @@ func (c *Coordinator) statusRows(planKey string) (statusRows, error) {
 			_, rows.retryErr = tx.CheckRetry(planKey, id, rows.task.StateVersion)
 			_, rows.runAgainErr = tx.CheckRunAgain(planKey, id, rows.task.StateVersion)
 		}
+		rows.cancelTaskErr, rows.mergeErr = tx.CheckCancelTask(planKey), tx.CheckMerge(planKey)
+		rows.continuationErr, rows.guidanceErr = tx.CheckApproveContinuation(planKey), tx.CheckGuidance(planKey)
 		rows.progress, err = tx.Progress(planKey)
 		return err
 	})

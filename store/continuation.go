@@ -202,61 +202,8 @@ func (t *Tx) continuation(planKey string) (*Checkpoint, error) {
 // for the present revision and snapshot, bound to that prefix, and moves
 // the task to queued. Every refusal writes nothing.
 func (t *Tx) ApproveContinuation(planKey string, expectedStateVersion int64, expectedReviewVersion int) (Checkpoint, error) {
-	task, err := t.openTask(planKey)
+	cp, p, head, err := t.continuationAdmits(planKey, expectedStateVersion, expectedReviewVersion)
 	if err != nil {
-		return Checkpoint{}, err
-	}
-	cp, ok, err := t.LatestCheckpoint(planKey)
-	if err != nil {
-		return Checkpoint{}, err
-	}
-	// A further plan revision after an approved continuation leaves the
-	// task queued, or running between items, with an approval that no
-	// longer admits: "A further plan revision needs new approval against
-	// the latest audited head", given from there.
-	renewing := (task.Status == words.StatusQueued || task.Status == words.StatusRunning) && ok && cp.Approval != nil && !cp.Approval.Current
-	if task.Status != words.StatusNeedsAmendment && !renewing {
-		return Checkpoint{}, refuse(CodeTaskInactive, "approve-continuation needs a task in needs amendment, or one whose continuation no longer admits; this one is %s", task.Status)
-	}
-	if !ok {
-		return Checkpoint{}, refuse(CodeIllegal, "the task has no scope checkpoint to continue from")
-	}
-	if err := t.noActiveAttempt(planKey, task); err != nil {
-		return Checkpoint{}, err
-	}
-	if task.StateVersion != expectedStateVersion {
-		return Checkpoint{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
-	}
-	p, err := t.Plan(planKey)
-	if err != nil {
-		return Checkpoint{}, err
-	}
-	if err := reviewedAt(p, expectedReviewVersion); err != nil {
-		return Checkpoint{}, err
-	}
-	if cp.Leaves == nil {
-		return Checkpoint{}, refuse(CodeIllegal, "checkpoint %s could not keep its commit's tree (over %d entries), so no plan can be validated against it: start the plan again", cp.AttemptID, MaxCheckpointLeaves)
-	}
-	if p.Revision <= cp.Revision {
-		return Checkpoint{}, refuse(CodeIllegal, "amend plan item %d to declare %s first: the plan is still at revision %d, the checkpoint's",
-			cp.Item, strings.Join(cp.ScopePaths, ", "), p.Revision)
-	}
-	head, err := t.auditedHead(planKey, cp)
-	if err != nil {
-		return Checkpoint{}, err
-	}
-	ran, err := t.prefixItems(planKey, cp, head)
-	if err != nil {
-		return Checkpoint{}, err
-	}
-	if err := t.amendedPrefix(planKey, cp, p.Revision, ran); err != nil {
-		return Checkpoint{}, err
-	}
-	items, err := t.PlanItems(planKey, p.Revision)
-	if err != nil {
-		return Checkpoint{}, err
-	}
-	if err := fitsTree(items, ran, cp.Item, cp.Leaves); err != nil {
 		return Checkpoint{}, err
 	}
 	version, err := t.bumpReview(planKey)
@@ -274,6 +221,86 @@ func (t *Tx) ApproveContinuation(planKey string, expectedStateVersion int64, exp
 	cp.Approval = &ContinuationApproval{Revision: p.Revision, SnapshotID: p.SnapshotID, ReviewVersion: version,
 		PrefixItem: head.item, HeadAttempt: head.attempt, HeadCommit: head.commit, Current: true}
 	return cp, t.bump(planKey)
+}
+
+// continuationAdmits is ApproveContinuation's guards, in its order,
+// writing nothing: the checkpoint to continue from, the present plan and
+// the audited head the approval binds.
+func (t *Tx) continuationAdmits(planKey string, expectedStateVersion int64, expectedReviewVersion int) (cp Checkpoint, p Plan, head prefixEnd, err error) {
+	task, err := t.openTask(planKey)
+	if err != nil {
+		return cp, p, head, err
+	}
+	cp, ok, err := t.LatestCheckpoint(planKey)
+	if err != nil {
+		return cp, p, head, err
+	}
+	// A further plan revision after an approved continuation leaves the
+	// task queued, or running between items, with an approval that no
+	// longer admits: "A further plan revision needs new approval against
+	// the latest audited head", given from there.
+	renewing := (task.Status == words.StatusQueued || task.Status == words.StatusRunning) && ok && cp.Approval != nil && !cp.Approval.Current
+	if task.Status != words.StatusNeedsAmendment && !renewing {
+		return cp, p, head, refuse(CodeTaskInactive, "approve-continuation needs a task in needs amendment, or one whose continuation no longer admits; this one is %s", task.Status)
+	}
+	if !ok {
+		return cp, p, head, refuse(CodeIllegal, "the task has no scope checkpoint to continue from")
+	}
+	if err := t.noActiveAttempt(planKey, task); err != nil {
+		return cp, p, head, err
+	}
+	if task.StateVersion != expectedStateVersion {
+		return cp, p, head, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, expectedStateVersion)
+	}
+	p, err = t.Plan(planKey)
+	if err != nil {
+		return cp, p, head, err
+	}
+	if err := reviewedAt(p, expectedReviewVersion); err != nil {
+		return cp, p, head, err
+	}
+	if cp.Leaves == nil {
+		return cp, p, head, refuse(CodeIllegal, "checkpoint %s could not keep its commit's tree (over %d entries), so no plan can be validated against it: start the plan again", cp.AttemptID, MaxCheckpointLeaves)
+	}
+	if p.Revision <= cp.Revision {
+		return cp, p, head, refuse(CodeIllegal, "amend plan item %d to declare %s first: the plan is still at revision %d, the checkpoint's",
+			cp.Item, strings.Join(cp.ScopePaths, ", "), p.Revision)
+	}
+	head, err = t.auditedHead(planKey, cp)
+	if err != nil {
+		return cp, p, head, err
+	}
+	ran, err := t.prefixItems(planKey, cp, head)
+	if err != nil {
+		return cp, p, head, err
+	}
+	if err := t.amendedPrefix(planKey, cp, p.Revision, ran); err != nil {
+		return cp, p, head, err
+	}
+	items, err := t.PlanItems(planKey, p.Revision)
+	if err != nil {
+		return cp, p, head, err
+	}
+	if err := fitsTree(items, ran, cp.Item, cp.Leaves); err != nil {
+		return cp, p, head, err
+	}
+	return cp, p, head, nil
+}
+
+// CheckApproveContinuation is ApproveContinuation's guards at the present
+// versions, writing nothing: GET /api/runner's continuationApprovable,
+// and, when it refuses, the words the screen shows beside the checkpoint.
+func (t *Tx) CheckApproveContinuation(planKey string) error {
+	task, err := t.Task(planKey)
+	if err != nil {
+		return err
+	}
+	p, err := t.Plan(planKey)
+	if err != nil {
+		return err
+	}
+	_, _, _, err = t.continuationAdmits(planKey, task.StateVersion, p.ReviewVersion)
+	return err
 }
 
 // MaxCheckpointLeaves bounds the leaf entries one checkpoint keeps (D's

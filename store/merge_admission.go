@@ -45,34 +45,8 @@ func (t *Tx) AdmitMerge(a MergeAdmission) (MergeAttempt, error) {
 	if plan.ReviewVersion != a.ExpectedReviewVersion {
 		return MergeAttempt{}, refuse(CodeStaleReview, "the review changed (review version %d, not %d): look at it again, then merge", plan.ReviewVersion, a.ExpectedReviewVersion)
 	}
-	if err := t.noActiveAttempt(a.PlanKey, task); err != nil {
+	if err := t.mergeable(a.PlanKey, task, plan); err != nil {
 		return MergeAttempt{}, err
-	}
-	if task.Status != words.StatusInReview && task.Status != words.StatusMergeBlocked {
-		return MergeAttempt{}, refuse(CodeTaskInactive, "a task merges from in review; this one is %s", task.Status)
-	}
-	last, ok, err := t.LatestMerge(a.PlanKey)
-	if err != nil {
-		return MergeAttempt{}, err
-	}
-	if ok && last.RequiresFreshReview && last.ReviewVersion >= plan.ReviewVersion {
-		return MergeAttempt{}, refuse(CodeStaleReview, "the pull request left the merge queue: review the task again before merging")
-	}
-	items, err := t.PlanItems(a.PlanKey, plan.Revision)
-	if err != nil {
-		return MergeAttempt{}, err
-	}
-	approved, err := t.ApprovedItems(a.PlanKey)
-	if err != nil {
-		return MergeAttempt{}, err
-	}
-	if len(items) == 0 {
-		return MergeAttempt{}, refuse(CodeNotApproved, "the plan has no items to merge")
-	}
-	for _, it := range items {
-		if !approved[it.Item] {
-			return MergeAttempt{}, refuse(CodeNotApproved, "plan item %d is not approved", it.Item)
-		}
 	}
 	if err := t.BeginMergeAttempt(a.PlanKey, a.ID); err != nil {
 		return MergeAttempt{}, err
@@ -82,4 +56,66 @@ func (t *Tx) AdmitMerge(a MergeAdmission) (MergeAttempt, error) {
 		return MergeAttempt{}, err
 	}
 	return t.MergeAttempt(a.ID)
+}
+
+// CheckMerge is AdmitMerge's guards at the present versions, writing
+// nothing: GET /api/runner's mergeable, so that the screen offers Merge
+// exactly when the click would be admitted (bar a merge attempt already
+// submitting or queued, which BeginMergeAttempt refuses and which is
+// checked here too).
+func (t *Tx) CheckMerge(planKey string) error {
+	task, err := t.openTask(planKey)
+	if err != nil {
+		return err
+	}
+	plan, err := t.Plan(planKey)
+	if err != nil {
+		return err
+	}
+	if err := t.mergeable(planKey, task, plan); err != nil {
+		return err
+	}
+	if active, err := t.activeMerge(planKey); err != nil {
+		return err
+	} else if active != "" {
+		return refuse(CodeMergeActive, "merge attempt %s is still %s", active, MergeSubmitting+" or "+MergeQueued)
+	}
+	return nil
+}
+
+// mergeable is what a merge needs of the task and its plan, whatever
+// versions the person saw: no active runner attempt, the task in review
+// (or approved but merge blocked), a fresh review after the pull request
+// left the merge queue, and every item of the present revision approved.
+func (t *Tx) mergeable(planKey string, task Task, plan Plan) error {
+	if err := t.noActiveAttempt(planKey, task); err != nil {
+		return err
+	}
+	if task.Status != words.StatusInReview && task.Status != words.StatusMergeBlocked {
+		return refuse(CodeTaskInactive, "a task merges from in review; this one is %s", task.Status)
+	}
+	last, ok, err := t.LatestMerge(planKey)
+	if err != nil {
+		return err
+	}
+	if ok && last.RequiresFreshReview && last.ReviewVersion >= plan.ReviewVersion {
+		return refuse(CodeStaleReview, "the pull request left the merge queue: review the task again before merging")
+	}
+	items, err := t.PlanItems(planKey, plan.Revision)
+	if err != nil {
+		return err
+	}
+	approved, err := t.ApprovedItems(planKey)
+	if err != nil {
+		return err
+	}
+	if len(items) == 0 {
+		return refuse(CodeNotApproved, "the plan has no items to merge")
+	}
+	for _, it := range items {
+		if !approved[it.Item] {
+			return refuse(CodeNotApproved, "plan item %d is not approved", it.Item)
+		}
+	}
+	return nil
 }

@@ -345,14 +345,7 @@ func (t *Tx) NeedsHumanGuidance(planKey, actionID, text string) (noteID int64, e
 	if err := checkUserText("guidance", text); err != nil {
 		return 0, err
 	}
-	task, err := t.openTask(planKey)
-	if err != nil {
-		return 0, err
-	}
-	if task.Status != words.StatusNeedsHuman {
-		return 0, refuse(CodeIllegal, "guidance sends back a task that needs human; this one is %s", task.Status)
-	}
-	if err := t.noActiveAttempt(planKey, task); err != nil {
+	if err := t.CheckGuidance(planKey); err != nil {
 		return 0, err
 	}
 	plan, err := t.Plan(planKey)
@@ -375,6 +368,20 @@ func (t *Tx) NeedsHumanGuidance(planKey, actionID, text string) (noteID int64, e
 		return 0, err
 	}
 	return id, t.bump(planKey)
+}
+
+// CheckGuidance is guidance's guards on the task, writing nothing: it is
+// open, needs human, and has no active attempt. GET /api/runner's
+// guidance offer is it.
+func (t *Tx) CheckGuidance(planKey string) error {
+	task, err := t.openTask(planKey)
+	if err != nil {
+		return err
+	}
+	if task.Status != words.StatusNeedsHuman {
+		return refuse(CodeIllegal, "guidance sends back a task that needs human; this one is %s", task.Status)
+	}
+	return t.noActiveAttempt(planKey, task)
 }
 
 // AddFinding records an open problem the review found. It is agent output,

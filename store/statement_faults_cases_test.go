@@ -97,6 +97,11 @@ func moreFaultCases() []faultCase {
 				e, key := amendedWithLaterItem(t, []string{"docs/x.md"}, `[{"op": "modify", "path": "docs/x.md"}]`)
 				return e, e.approveContinuation(key)
 			}},
+		{name: "check approve continuation", covers: []string{"Tx.CheckApproveContinuation"},
+			fixture: func(t *testing.T) (*env, func() error) {
+				e, key := amendedWithLaterItem(t, []string{"docs/x.md"}, `[{"op": "modify", "path": "docs/x.md"}]`)
+				return e, e.inTx(func(tx *store.Tx) error { return tx.CheckApproveContinuation(key) })
+			}},
 		{name: "approve continuation again after an item it ran", covers: []string{"Tx.ApproveContinuation"},
 			fixture: func(t *testing.T) (*env, func() error) {
 				// The longest path: the audited head walks the later

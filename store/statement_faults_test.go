@@ -485,6 +485,19 @@ func faultCases() []faultCase {
 				return err
 			})
 		}},
+		{name: "check guidance", covers: []string{"Tx.CheckGuidance"}, setup: func(e *env) func() error {
+			key := e.newTask(words.StatusNeedsHuman)
+			return e.inTx(func(tx *store.Tx) error { return tx.CheckGuidance(key) })
+		}},
+		{name: "check cancel task", covers: []string{"Tx.CheckCancelTask"}, setup: func(e *env) func() error {
+			key := e.inReview()
+			return e.inTx(func(tx *store.Tx) error { return tx.CheckCancelTask(key) })
+		}},
+		{name: "check merge", covers: []string{"Tx.CheckMerge"}, setup: func(e *env) func() error {
+			key := e.inReview()
+			e.approveAll(key)
+			return e.inTx(func(tx *store.Tx) error { return tx.CheckMerge(key) })
+		}},
 		{name: "add finding", covers: []string{"Tx.AddFinding"}, setup: func(e *env) func() error {
 			key := e.inReview()
 			return e.inTx(func(tx *store.Tx) error { return tx.AddFinding(key, "finding-2", "another problem") })

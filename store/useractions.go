@@ -182,22 +182,8 @@ const (
 // recordReason is false when the coordinator already holds a first reason in
 // memory for that attempt (its write may have failed): that reason stays.
 func (t *Tx) CancelTask(planKey, actionID string, recordReason bool) (outcome, attemptID string, err error) {
-	task, err := t.Task(planKey)
-	if err != nil {
+	if err := t.CheckCancelTask(planKey); err != nil {
 		return "", "", err
-	}
-	if words.Closed(task.Status) {
-		return "", "", refuse(CodeTaskClosed, "task is already %s", task.Status)
-	}
-	if task.CancelRequested != "" {
-		return "", "", refuse(CodeCancelPending, "cancel task is already pending")
-	}
-	// A submitting or queued merge (its outcome perhaps unclear) may still
-	// merge on GitHub, and a closed task can never change to merged.
-	if merge, err := t.activeMerge(planKey); err != nil {
-		return "", "", err
-	} else if merge != "" {
-		return "", "", refuse(CodeMergeActive, "cancel task is refused while merge attempt %s is submitting or queued", merge)
 	}
 	active, err := t.activeAttempt(planKey)
 	if err != nil {
@@ -225,6 +211,31 @@ func (t *Tx) CancelTask(planKey, actionID string, recordReason bool) (outcome, a
 		}
 	}
 	return CancelTaskStopping, active, nil
+}
+
+// CheckCancelTask is cancel task's guards, writing nothing: the task is
+// not closed, no cancel is pending, and no merge is submitting or queued.
+// CancelTask runs it first; GET /api/runner's taskCancellable is it, so
+// Cancel task is offered exactly when it would be taken.
+func (t *Tx) CheckCancelTask(planKey string) error {
+	task, err := t.Task(planKey)
+	if err != nil {
+		return err
+	}
+	if words.Closed(task.Status) {
+		return refuse(CodeTaskClosed, "task is already %s", task.Status)
+	}
+	if task.CancelRequested != "" {
+		return refuse(CodeCancelPending, "cancel task is already pending")
+	}
+	// A submitting or queued merge (its outcome perhaps unclear) may still
+	// merge on GitHub, and a closed task can never change to merged.
+	if merge, err := t.activeMerge(planKey); err != nil {
+		return err
+	} else if merge != "" {
+		return refuse(CodeMergeActive, "cancel task is refused while merge attempt %s is submitting or queued", merge)
+	}
+	return nil
 }
 
 // Diagnostics references, for retention.

@@ -42,9 +42,9 @@ func init() {
 		Command{Name: "task", Kind: Assertion, Keys: []Key{K("status", Text), K("sv", Int), K("gen", Int), K("cancel", SetOr), K("requeue", Bool), K("budget", SetOr), K("current", OrNone(Name)), K("attempts", Int), K("history", Int), K("owed", Text)}, Usage: "task TASK [status=S] [sv=N] [gen=N] [cancel=set|unset] [requeue=true|false] [budget=set|unset] [current=ATTEMPT|none] [attempts=N] [history=N] [owed=TEXT|none]",
 			Summary: "asserts fields of the task's durable row",
 			Example: "task T1 status='needs human' cancel=unset", Run: cmdTask},
-		Command{Name: "status", Kind: Assertion, Keys: []Key{K("http", Int), K("retryable", Bool), K("runagain", Bool), K("stop", Text), K("saved", OrNone(Bool)), K("unresolved", Text), K("label", Text), K("available", Bool), K("run", Bool), K("startable", Bool), K("resumable", Bool), K("cancellable", Bool), K("completed", OrNone(Ints)), K("next", IntOrNone), K("checkpoint", IntOrNone), K("scope", Text), K("continuation", Enum("none", "approved", "stale")), K("sv", Int), K("rv", Int)},
-			Usage:   "[!] status TASK [http=CODE] [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B] [startable=B] [resumable=B] [cancellable=B] [completed=1,2|none] [next=N|none] [checkpoint=ITEM|none] [scope=P,Q] [continuation=none|approved|stale] [sv=N] [rv=N]",
-			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label, a plan run in progress, startable and resumable; the plan run's completed items and next item; the newest scope checkpoint's item, scope paths and continuation approval); with ! the read must fail, its error on stderr. With http=CODE it reads GET /api/runner as the screen does instead, asserts the HTTP status CODE, prints the fields the screen acts on (stateVersion, reviewVersion, the booleans, stopRequested, unresolved, the label) and one line per attempt with its label, and compares the keys given with the reply's (cancellable, sv and rv only there; run, completed, next, checkpoint, scope and continuation only without http=)",
+		Command{Name: "status", Kind: Assertion, Keys: []Key{K("http", Int), K("retryable", Bool), K("runagain", Bool), K("stop", Text), K("saved", OrNone(Bool)), K("unresolved", Text), K("label", Text), K("available", Bool), K("run", Bool), K("startable", Bool), K("resumable", Bool), K("cancellable", Bool), K("cancel-task", Bool), K("merge", Bool), K("approve-continuation", Bool), K("guidance", Bool), K("completed", OrNone(Ints)), K("next", IntOrNone), K("checkpoint", IntOrNone), K("scope", Text), K("continuation", Enum("none", "approved", "stale")), K("sv", Int), K("rv", Int)},
+			Usage:   "[!] status TASK [http=CODE] [retryable=B] [runagain=B] [stop=R|none] [saved=B] [unresolved=CAUSE|none] [label=TEXT] [available=B] [run=B] [startable=B] [resumable=B] [cancellable=B] [cancel-task=B] [merge=B] [approve-continuation=B] [guidance=B] [completed=1,2|none] [next=N|none] [checkpoint=ITEM|none] [scope=P,Q] [continuation=none|approved|stale] [sv=N] [rv=N]",
+			Summary: "asserts the runner's status read (GET /api/runner's in-memory facts: retryable, stopRequested, unresolved, the label, a plan run in progress, startable and resumable; the offers of Cancel task, Merge, Approve continuation and guidance, each the Store's check of its action; the plan run's completed items and next item; the newest scope checkpoint's item, scope paths and continuation approval); with ! the read must fail, its error on stderr. With http=CODE it reads GET /api/runner as the screen does instead, asserts the HTTP status CODE, prints the fields the screen acts on (stateVersion, reviewVersion, the booleans, stopRequested, unresolved, the label) and one line per attempt with its label, and compares the keys given with the reply's (cancellable, sv and rv only there; run, completed, next, checkpoint, scope and continuation only without http=)",
 			Example: "status T1 stop=cancelled saved=false label='Stopping (not saved yet)'", Run: cmdStatus},
 		Command{Name: "slots", Kind: Assertion, Usage: "slots N",
 			Summary: "asserts how many runner slots are held (reserved, running, or under a marker)",
@@ -229,6 +229,7 @@ func cmdStatus(ts *gts.TestScript, neg bool, a argSet) {
 	got := map[string]string{"retryable": boolStr(st.Retryable), "runagain": boolStr(st.RunAgain), "stop": "none",
 		"saved": "none", "unresolved": "none", "label": st.Label, "available": boolStr(st.Available), "run": boolStr(st.PlanRun),
 		"startable": boolStr(st.Startable), "resumable": boolStr(st.Resumable)}
+	offers(got, st.TaskCancellable, st.Mergeable, st.ContinuationApprovable, st.Guidance)
 	if st.StopRequested != nil {
 		got["stop"], got["saved"] = string(st.StopRequested.Reason), boolStr(st.StopRequested.Saved)
 	}
@@ -261,6 +262,13 @@ func cmdStatus(ts *gts.TestScript, neg bool, a argSet) {
 		}
 	}
 	s.compare(ts, "status "+a.pos[0], want, got)
+}
+
+// offers puts the task's action offers under the status keys that name
+// them.
+func offers(got map[string]string, cancelTask, merge, approveContinuation, guidance bool) {
+	got["cancel-task"], got["merge"] = boolStr(cancelTask), boolStr(merge)
+	got["approve-continuation"], got["guidance"] = boolStr(approveContinuation), boolStr(guidance)
 }
 
 // httpOnlyStatus are the status keys only GET /api/runner's reply has.
@@ -298,6 +306,11 @@ func (s *scenario) httpStatus(ts *gts.TestScript, neg bool, a argSet, want map[s
 		"available": boolStr(t.Available), "retryable": boolStr(t.Retryable), "runagain": boolStr(t.RunAgain),
 		"startable": boolStr(t.Startable), "resumable": boolStr(t.Resumable), "cancellable": boolStr(t.Cancellable),
 		"stop": "none", "saved": "none", "unresolved": "none", "label": s.names(t.Label)}
+	offers(got, t.TaskCancellable, t.Mergeable, t.ContinuationApprovable, t.Guidance)
+	fmt.Fprintf(out, "offers: cancel-task=%v merge=%v approve-continuation=%v guidance=%v\n", t.TaskCancellable, t.Mergeable, t.ContinuationApprovable, t.Guidance)
+	if t.ContinuationRefusal != "" {
+		fmt.Fprintf(out, "continuation refused: %s\n", s.names(t.ContinuationRefusal))
+	}
 	if t.StopRequested == nil {
 		fmt.Fprintln(out, "stopRequested: null")
 	} else {

@@ -849,8 +849,9 @@ func TestBrowserFindingAndStaleApprovalShown(t *testing.T) {
 // TestBrowserScopePauseContinues: a scope pause is on the page and is
 // resolved there. Item 1's commit changed a path outside its scope, so
 // the task waits in needs amendment; the task's actions say which paths
-// and what to do, and offer "Approve continuation". Once the plan is
-// amended to declare the path, the click approves the continuation
+// and what to do, and why the continuation cannot be approved yet. Once
+// the plan is amended to declare the path, the server offers "Approve
+// continuation", and the click approves the continuation
 // ("moves needs amendment to queued"), and the page offers Resume at
 // item 2.
 //
@@ -884,9 +885,12 @@ func TestBrowserScopePauseContinues(t *testing.T) {
 	p.waitFor(`((document.querySelector('#task-actions .checkpoint') || {}).textContent || '').includes('outside its scope: docs/parse.md')`, "the checkpoint note")
 	p.screenshot("needs-amendment")
 
-	// Not amended yet: the click is refused, and says why.
-	p.click(`#task-actions button[data-action=approve-continuation]`)
-	p.waitFor(`document.querySelector('#message').textContent.includes('amend plan item 1 to declare docs/parse.md first')`, "the refusal")
+	// Not amended yet: the server does not offer the approval, and the
+	// page says why in the Store's words.
+	p.waitFor(`((document.querySelector('#task-actions [data-continuation-refusal]') || {}).textContent || '').includes('amend plan item 1 to declare docs/parse.md first')`, "why the continuation is not approvable")
+	if eval[bool](p, `document.querySelector('#task-actions button[data-action=approve-continuation]') !== null`) {
+		t.Errorf("Approve continuation offered before the plan was amended")
+	}
 
 	// The person amends item 1 on the page, then approves once the page
 	// shows the amended plan and the task's new state version.
@@ -1027,7 +1031,10 @@ func TestBrowserSuggestionsApply(t *testing.T) {
 // so, then shows it merged once GitHub's queue has merged it, and the
 // task merged. A pull request that leaves the queue closed shows why.
 //
-// kills: mutant/ui-merge-state-hidden
+// Cancel task is not offered while the merge is queued: the Store
+// refuses it then, and the screen offers only what the server does.
+//
+// kills: mutant/ui-merge-state-hidden mutant/ui-cancel-task-by-status
 func TestBrowserMergesAndShowsTheQueue(t *testing.T) {
 	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}, pollBaseMS: 100, pollCapMS: 500})
 	head := strings.Repeat("ab", 20)
@@ -1041,6 +1048,9 @@ func TestBrowserMergesAndShowsTheQueue(t *testing.T) {
 	p.waitFor(`(document.querySelector('#task-actions .merge-note') || {textContent: ''}).textContent.includes('In the merge queue')`, "the queued merge")
 	if p := eval[bool](p, `document.querySelector('#task-actions button[data-action=merge]') === null`); !p {
 		t.Errorf("Merge is still offered while the merge is queued")
+	}
+	if p := eval[bool](p, `document.querySelector('#task-actions button[data-action=cancel-task]') === null`); !p {
+		t.Errorf("Cancel task is offered while the merge is queued (the Store refuses it)")
 	}
 	p.screenshot("merge-queued")
 	if err := w.github.Update("owner/parser-fix", 7, func(pr *codehost.PullRequest) { pr.Merged, pr.State = true, "closed" }); err != nil {

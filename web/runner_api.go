@@ -23,22 +23,31 @@ const maxRunnerBody = 16 << 10
 // the runner's published status snapshot, so the screen never works them
 // out. Labels are the contract's screen labels.
 type TaskStatus struct {
-	Name          string         `json:"name"`
-	Repository    string         `json:"repository"`
-	Task          TaskRow        `json:"task"`
-	Attempts      []AttemptRow   `json:"attempts"`
-	Available     bool           `json:"available"`
-	StateVersion  int64          `json:"stateVersion"`
-	ReviewVersion int            `json:"reviewVersion"`
-	Retryable     bool           `json:"retryable"`
-	RunAgain      bool           `json:"runAgain"`
-	Startable     bool           `json:"startable"`
-	Resumable     bool           `json:"resumable"`
-	Cancellable   bool           `json:"cancellable"`
-	Unresolved    *Unresolved    `json:"unresolved"`
-	StopRequested *StopRequested `json:"stopRequested"`
-	Label         string         `json:"label"`
-	Usage         *Usage         `json:"usage"` // the task's total over its attempts, when any reported
+	Name          string       `json:"name"`
+	Repository    string       `json:"repository"`
+	Task          TaskRow      `json:"task"`
+	Attempts      []AttemptRow `json:"attempts"`
+	Available     bool         `json:"available"`
+	StateVersion  int64        `json:"stateVersion"`
+	ReviewVersion int          `json:"reviewVersion"`
+	Retryable     bool         `json:"retryable"`
+	RunAgain      bool         `json:"runAgain"`
+	Startable     bool         `json:"startable"`
+	Resumable     bool         `json:"resumable"`
+	Cancellable   bool         `json:"cancellable"`
+	// The task's other offers, each the Store's own check of the action at
+	// the present versions (runner.Status): Cancel task, Merge, Approve
+	// continuation (with why not, beside a checkpoint) and "Send back with
+	// guidance". The screen shows a button only when its offer is true.
+	TaskCancellable        bool           `json:"taskCancellable"`
+	Mergeable              bool           `json:"mergeable"`
+	ContinuationApprovable bool           `json:"continuationApprovable"`
+	ContinuationRefusal    string         `json:"continuationRefusal"`
+	Guidance               bool           `json:"guidance"`
+	Unresolved             *Unresolved    `json:"unresolved"`
+	StopRequested          *StopRequested `json:"stopRequested"`
+	Label                  string         `json:"label"`
+	Usage                  *Usage         `json:"usage"` // the task's total over its attempts, when any reported
 	// CompletedItems and NextItem are the plan run's progress at the
 	// present revision: the items that count as completed (an approved
 	// continuation's prefix among them) and the item a resume would
@@ -149,6 +158,8 @@ func (s *Server) status(t Task) (TaskStatus, error) {
 		Available: st.Available, StateVersion: st.Task.StateVersion, ReviewVersion: st.ReviewVersion,
 		Retryable: st.Retryable, RunAgain: st.RunAgain, Startable: st.Startable, Resumable: st.Resumable,
 		Cancellable: st.Cancellable, Label: st.Label,
+		TaskCancellable: st.TaskCancellable, Mergeable: st.Mergeable, Guidance: st.Guidance,
+		ContinuationApprovable: st.ContinuationApprovable, ContinuationRefusal: st.ContinuationRefusal,
 	}
 	if st.StopRequested != nil {
 		v.StopRequested = &StopRequested{AttemptID: st.StopRequested.AttemptID, Reason: string(st.StopRequested.Reason), Saved: st.StopRequested.Saved}

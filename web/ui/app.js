@@ -684,34 +684,39 @@ function renderTaskActions(st) {
   const box = $('task-actions');
   const review = state.reviews.get(st.name);
   const merge = review ? review.merge : null;
-  const mergeable = !!review && (st.task.status === 'in review' || st.task.status === 'approved but merge blocked') &&
-    review.items.length > 0 && review.items.every((it) => it.approved) && !active(st) && !mergeInFlight(merge);
-  const key = JSON.stringify([st.name, st.startable, st.resumable, st.task.status, st.task.cancelRequested, st.unresolved, st.available, active(st), st.checkpoint, st.nextItem, merge, mergeable]);
+  // Every offer is the server's (GET /api/runner): the Store's own check
+  // of the action at the versions it read. A click still sends the
+  // versions the person saw, so Merge and Approve continuation wait for
+  // the review they were seen in.
+  const mergeable = st.mergeable && !!review;
+  const approvable = st.continuationApprovable && !!review;
+  const key = JSON.stringify([st.name, st.startable, st.resumable, st.taskCancellable, st.unresolved, st.available, st.task.status, active(st), st.checkpoint, st.nextItem, st.continuationRefusal, merge, mergeable, approvable]);
   redraw(box, key, () => {
     const buttons = [];
     const cp = st.checkpoint;
     if (mergeable) {
       buttons.push(el('button', { type: 'button', className: 'primary', dataset: { action: 'merge', key: 'action:merge' }, onclick: mergeTask }, 'Merge'));
     }
-    if (cp && st.task.status === 'needs amendment') {
+    if (approvable) {
       buttons.push(el('button', { type: 'button', className: 'primary', dataset: { action: 'approve-continuation', key: 'action:approve-continuation' }, onclick: approveContinuation }, 'Approve continuation'));
     }
     if (st.startable) buttons.push(actionButton('start', 'Start', null, 'primary'));
     if (st.resumable) buttons.push(actionButton('resume', 'Resume', null, 'primary'));
-    if (!closedStatuses.has(st.task.status) && !st.task.cancelRequested) {
-      buttons.push(actionButton('cancel-task', 'Cancel task', null, 'danger'));
-    }
+    if (st.taskCancellable) buttons.push(actionButton('cancel-task', 'Cancel task', null, 'danger'));
     box.replaceChildren(...buttons);
     if (merge) box.append(mergeNote(merge));
     const note = cp && checkpointNote(st, cp);
     if (note) box.append(note);
+    if (cp && st.continuationRefusal && st.task.status === 'needs amendment') {
+      box.append(el('span', { className: 'muted', dataset: { continuationRefusal: '' } }, 'Not approvable yet: ' + st.continuationRefusal));
+    }
     if (st.unresolved) {
       box.append(el('span', { className: 'note' }, 'Needs a restart of codeboost before anything else runs for this task.'));
     } else if (!st.available && !active(st) && !closedStatuses.has(st.task.status)) {
       box.append(el('span', { className: 'muted' }, 'The runner is busy or closed to new work.'));
     }
   });
-  $('send-guidance').hidden = st.task.status !== 'needs human';
+  $('send-guidance').hidden = !st.guidance;
 }
 
 let reviewDrawn = null; // the review object drawn last
