@@ -69,6 +69,12 @@ func TestEntryPointsReportAnEventThatNeverRan(t *testing.T) {
 			return c.ChangeContext(ctx, id.Key(), func(*store.Tx) error { return nil })
 		}},
 		{"BeginShutdown", func(ctx context.Context) error { return c.BeginShutdown(ctx) }},
+		// Sweep survivor (seed 1618): runner/actions.go:Coordinator.ReviewAction:ignore-error:f8bcec57.
+		{"ReviewAction", func(ctx context.Context) error {
+			_, err := c.ReviewAction(ctx, store.Action{PlanKey: id.Key(), ActionID: r.ActionID, Kind: "review/note"},
+				func(*store.Tx) (store.Response, error) { return store.Response{Outcome: "applied"}, nil })
+			return err
+		}},
 	}
 
 	// The caller's context ended before the event was delivered.

@@ -23,8 +23,8 @@ func init() {
 		Command{Name: "d", Kind: Action, Usage: "d OP auto|hold|fail|refuse [MESSAGE]",
 			Summary: "sets how the simulated D answers later requests of OP (storage, clone, start, export, remove, commit, release-commit, recover, inspect, check-tree): at once, held until the script releases it, with an error, or (refuse, storage and clone only) with an error before spawning any process group",
 			Example: "d clone hold", Run: cmdD},
-		Command{Name: "release", Kind: Action, Usage: "release OP ATTEMPT",
-			Summary: "lets a held D operation finish; an aborted one reports its abort, as a helper that stopped its process group does",
+		Command{Name: "release", Kind: Action, Keys: []Key{K("crossed", Bool)}, Usage: "release OP ATTEMPT [crossed=true]",
+			Summary: "lets a held D operation finish; an aborted one reports its abort, as a helper that stopped its process group does, unless crossed=true: its answer was on its way when the abort came, so F receives the answer it had reached (a proven tree, a refusal) after its stop",
 			Example: "release clone A", Run: cmdRelease},
 		Command{Name: "fail-op", Kind: Action, Usage: "fail-op OP ATTEMPT MESSAGE",
 			Summary: "ends a held D operation with an error",
@@ -85,24 +85,31 @@ func cmdD(ts *gts.TestScript, neg bool, a argSet) {
 }
 
 func cmdRelease(ts *gts.TestScript, neg bool, a argSet) {
-	finishOp(ts, a.pos, nil, "usage: release OP ATTEMPT", 2)
+	if len(a.pos) != 2 {
+		ts.Fatalf("usage: release OP ATTEMPT [crossed=true]")
+	}
+	finishOp(ts, a.pos, func(d *simd.D, op, id string) error {
+		if a.str("crossed") == "true" {
+			return d.FinishCrossed(op, id)
+		}
+		return d.Finish(op, id, nil)
+	})
 }
 
 func cmdFailOp(ts *gts.TestScript, neg bool, a argSet) {
 	if len(a.pos) != 3 {
 		ts.Fatalf("usage: fail-op OP ATTEMPT MESSAGE")
 	}
-	finishOp(ts, a.pos[:2], errors.New(a.pos[2]), "", 2)
+	finishOp(ts, a.pos[:2], func(d *simd.D, op, id string) error { return d.Finish(op, id, errors.New(a.pos[2])) })
 }
 
-func finishOp(ts *gts.TestScript, args []string, err error, usage string, n int) {
-	if len(args) != n {
-		ts.Fatalf("%s", usage)
-	}
+// finishOp ends the held operation args[0] of attempt args[1] with finish,
+// then runs what it set off.
+func finishOp(ts *gts.TestScript, args []string, finish func(d *simd.D, op, attemptID string) error) {
 	s := get(ts)
 	w := s.world(ts)
-	if ferr := w.D.Finish(args[0], s.attempt(ts, args[1]), err); ferr != nil {
-		s.fatal(ts, "%v", ferr)
+	if err := finish(w.D, args[0], s.attempt(ts, args[1])); err != nil {
+		s.fatal(ts, "%v", err)
 	}
 	w.Loop.Drain()
 }

@@ -306,12 +306,24 @@ func (d *D) Held() []string {
 // was aborted, in which case it reports the abort, as a helper that has
 // stopped its process group does.
 func (d *D) Finish(kind, attemptID string, err error) error {
+	return d.finish(kind, attemptID, err, false)
+}
+
+// FinishCrossed completes a held op with the answer it had reached before
+// its abort arrived: the helper finished first, and its answer was on its
+// way to F when F aborted the step, so F receives it after its stop (the
+// abort came too late to change it).
+func (d *D) FinishCrossed(kind, attemptID string) error {
+	return d.finish(kind, attemptID, nil, true)
+}
+
+func (d *D) finish(kind, attemptID string, err error, crossed bool) error {
 	for i, o := range d.pending {
 		if o.kind != kind || o.attemptID != attemptID {
 			continue
 		}
 		d.pending = append(d.pending[:i], d.pending[i+1:]...)
-		if err == nil && o.ctx != nil && o.ctx.Err() != nil {
+		if err == nil && !crossed && o.ctx != nil && o.ctx.Err() != nil {
 			err = errors.New("aborted")
 		}
 		if err != nil {
