@@ -8,7 +8,6 @@ import (
 
 	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/store"
-	"github.com/codeboost/codeboost/words"
 )
 
 // Merges is what the server needs of the merge coordinator (package
@@ -72,10 +71,8 @@ func (s *Server) postMerge(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.Stopping() {
-		writeError(w, http.StatusServiceUnavailable, codeShuttingDown, words.ServerShuttingDown)
-		return
-	}
+	// A request admitted before step 1 meets the merge coordinator's
+	// closing flag, which SetStopping sets first: ErrShuttingDown, 503.
 	resp, err := s.opt.Merges.Merge(r.Context(), merge.Request{PlanKey: t.Identity.Key(), ActionID: a.ActionID,
 		ExpectedStateVersion: a.ExpectedStateVersion, ExpectedReviewVersion: a.ExpectedReviewVersion})
 	if errors.Is(err, merge.ErrUnavailable) {

@@ -212,16 +212,22 @@ func closeOnce(c chan struct{}) {
 // kept-alive one, is answered 503 during the drain instead of being
 // refused or cut without a reply (issue 19). Each such reply closes its
 // connection, so none is left for step 3 but the idle ones.
+//
+// The merge coordinator's closing flag is set first, in the same turn: a
+// merge request admitted before this (draining) that reads stopping
+// afterwards finds the coordinator closed too, so the coordinator's own
+// flag is the one check postMerge needs ("no merge command is sent after
+// it").
 func (s *Server) SetStopping() {
+	if s.opt.Merges != nil {
+		s.opt.Merges.Stop()
+	}
 	s.mu.Lock()
 	s.stopping = true
 	if len(s.active) == 0 {
 		closeOnce(s.idle)
 	}
 	s.mu.Unlock()
-	if s.opt.Merges != nil {
-		s.opt.Merges.Stop() // the merge coordinator's closing flag, in the same turn
-	}
 	if s.opt.Output != nil {
 		s.opt.Output.Close()
 	}
