@@ -740,3 +740,31 @@ func TestAllocationNeedsAnAbsoluteRepository(t *testing.T) {
 		t.Errorf("%d allocations held after the refusals", len(d.held))
 	}
 }
+
+// TestAllocationStopsWhenItCannotLookForCarriers: before it makes
+// anything, an allocation looks for objects already carrying its ID; when
+// the engine cannot answer that look, the allocation fails with the
+// look's error and creates nothing: no volume is asked for, and nothing
+// is left held.
+// Sweep survivor (seed 271828, not run in its sweep):
+// dadapter/docker/storage_ops.go:allocation.run:ignore-error:e0794529.
+func TestAllocationStopsWhenItCannotLookForCarriers(t *testing.T) {
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/containers/json") {
+			t.Errorf("the engine was asked %s %s after the look failed", r.Method, r.URL.Path)
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+		w.Write([]byte(`{"message":"the engine's disk is full"}`))
+	})
+	d := adapterOn(t, cli, t.TempDir())
+	repo, head := userRepo(t)
+	_, err := d.allocate(context.Background(), newOwner(dtest.NewToken()), dadapter.Source{Repository: repo, Commit: head}, nil)
+	if err == nil || !strings.Contains(err.Error(), "look for objects carrying the allocation ID") || !strings.Contains(err.Error(), "the engine's disk is full") {
+		t.Fatalf("allocate when the look fails: %v; want the look's error", err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.held) > 0 {
+		t.Errorf("%d allocations held after the failure", len(d.held))
+	}
+}

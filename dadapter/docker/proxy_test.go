@@ -33,6 +33,7 @@ type proxy struct {
 	mu       sync.Mutex
 	stall    func(request string) bool // nil: forward everything
 	withhold func(request string) bool // nil: pass every answer on
+	cut      func(request string) bool // nil: cut no request
 	dropped  bool
 	conns    map[net.Conn]struct{} // every connection open now, both sides
 	requests []request             // every request seen, in order
@@ -127,6 +128,16 @@ func (p *proxy) Resume() {
 func (p *proxy) Withhold(match func(request string) bool) {
 	p.mu.Lock()
 	p.withhold = match
+	p.mu.Unlock()
+}
+
+// Cut makes the engine fail requests whose request line match reports
+// true: each is read and its connection closed at once, without an
+// answer and without reaching the engine (an engine that broke off the
+// call). Other requests go on.
+func (p *proxy) Cut(match func(request string) bool) {
+	p.mu.Lock()
+	p.cut = match
 	p.mu.Unlock()
 }
 
@@ -227,7 +238,10 @@ func (p *proxy) handle(c net.Conn) {
 	if err != nil {
 		return
 	}
-	held, withheld := p.record(strings.TrimSpace(line))
+	held, withheld, cut := p.record(strings.TrimSpace(line))
+	if cut {
+		return // untrack closes the connection, unanswered
+	}
 	if held {
 		io.Copy(io.Discard, r) // until the client gives up, or Drop
 		return
@@ -260,15 +274,16 @@ func (p *proxy) handle(c net.Conn) {
 	}
 }
 
-// record records the request and reports whether it is to be held (never
-// forwarded) or its answer withheld.
-func (p *proxy) record(line string) (held, withheld bool) {
+// record records the request and reports whether it is to be cut, held
+// (never forwarded) or its answer withheld.
+func (p *proxy) record(line string) (held, withheld, cut bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	held = p.stall != nil && p.stall(line)
-	withheld = !held && p.withhold != nil && p.withhold(line)
+	cut = p.cut != nil && p.cut(line)
+	held = !cut && p.stall != nil && p.stall(line)
+	withheld = !cut && !held && p.withhold != nil && p.withhold(line)
 	p.requests = append(p.requests, request{line: line, at: time.Now(), held: held})
-	return held, withheld
+	return held, withheld, cut
 }
 
 func (p *proxy) close() {
