@@ -597,6 +597,66 @@ func TestStorageSeedFailureBacksOut(t *testing.T) {
 	}
 }
 
+// TestStorageBaseIsTheCommitAskedOrHEAD: task storage is seeded from the
+// commit the source names, not from whatever the user's HEAD is now; a
+// source that names none is seeded from the HEAD, resolved once.
+// Sweep mutant (seed 271828, not run in its sweep):
+// dadapter/docker/storage_ops.go:allocation.stage:negate:60acf875.
+func TestStorageBaseIsTheCommitAskedOrHEAD(t *testing.T) {
+	w := newWorld(t)
+	d := w.adapter(nil)
+	repo, first := userRepo(t)
+	if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("A repository, later.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "commit", "-q", "-am", "second")
+	second := strings.TrimSpace(git(t, repo, "rev-parse", "HEAD"))
+	for _, c := range []struct{ commit, want string }{{first, first}, {"", second}} {
+		got, err := allocate(t, context.Background(), d, newOwner(dtest.NewToken()), dadapter.Source{Repository: repo, Commit: c.commit}, nil)
+		if err != nil {
+			t.Fatalf("allocate at %q: %v", c.commit, err)
+		}
+		if got.Base() != c.want {
+			t.Errorf("allocate at %q: base %s, want %s", c.commit, got.Base(), c.want)
+		}
+		w.remove(d, got)
+	}
+}
+
+// TestStorageRefusesAStagingDirectoryItDidNotMake: a staging directory
+// already under the allocation's ID is another allocation's or a crash's:
+// the allocation is refused, and the directory and what is in it are left
+// as they were (backing out removes only what this allocation made).
+// Sweep mutant (seed 271828, not run in its sweep):
+// dadapter/docker/storage_ops.go:allocation.stage:ignore-error:828fda4e.
+func TestStorageRefusesAStagingDirectoryItDidNotMake(t *testing.T) {
+	w := newWorld(t)
+	d := w.adapter(nil)
+	repo, head := userRepo(t)
+	owner := newOwner(dtest.NewToken())
+	staging := filepath.Join(w.root, owner.RunnerOwner, "staging", owner.AllocationID)
+	if err := os.MkdirAll(staging, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(staging, "someone-else")
+	if err := os.WriteFile(keep, []byte("theirs\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := allocate(t, context.Background(), d, owner, dadapter.Source{Repository: repo, Commit: head}, nil)
+	if err == nil || !strings.Contains(err.Error(), "staging directory") {
+		t.Errorf("allocate over another's staging directory = %v, %v; want it refused", got, err)
+		if err == nil {
+			w.remove(d, got)
+		}
+	}
+	if data, err := os.ReadFile(keep); err != nil || string(data) != "theirs\n" {
+		t.Errorf("the staging directory's file after the refusal: %q, %v; want it untouched", data, err)
+	}
+	if left := w.labelled(owner.AllocationID); len(left) > 0 {
+		t.Errorf("left %v", left)
+	}
+}
+
 // TestStorageRemove: RemoveTaskFilesystems removes the keeper and both
 // volumes and drops the storage from the ownership map; removing again
 // costs nothing; the removed storage can no longer be exported or
