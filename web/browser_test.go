@@ -596,6 +596,102 @@ func TestBrowserOnlyTheNewestPollApplies(t *testing.T) {
 	}
 }
 
+// TestBrowserOlderPlanCannotOverwriteNewer is UI rule 1 for the plan's
+// replies: a plan load is answered (revision 1) and held on its way while
+// the person imports revision 2 on the page, whose own load shows it.
+// An import leaves the review version as it was, so only the order of the
+// loads tells the held reply is older: when it arrives, the page keeps
+// revision 2.
+//
+// kills: mutant/ui-old-plan-reply
+func TestBrowserOlderPlanCannotOverwriteNewer(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix, docsRefresh}, pollBaseMS: 60000, pollCapMS: 60000})
+	p := w.open()
+	p.waitFor(`document.querySelector('#plan-revision').textContent === 'revision 1'`, "parser-fix's plan")
+	p.click(`#task-list button[data-task="docs-refresh"]`)
+	p.waitFor(`document.getElementById('task-name').textContent === 'docs-refresh'`, "docs-refresh shown")
+	p.waitFor(`document.querySelectorAll('#plan-items li[data-item]').length === 2`, "docs-refresh's plan")
+
+	old := w.proxy.arm("GET", "/api/review", holdAfter)
+	p.click(`#task-list button[data-task="parser-fix"]`)
+	n := old.wait(t) // parser-fix's plan at revision 1, held on its way
+	p.waitFor(`document.getElementById('task-name').textContent === 'parser-fix'`, "parser-fix shown")
+
+	doc := `{"format": "codeboost-plan/1", "title": "Parser fix", "items": [{"title": "Guard the nil reader"}]}`
+	eval[bool](p, `document.querySelector('details.import').open = true`)
+	p.do(chromedp.SetValue(chromedp.CSS(`#plan-source`), doc))
+	p.click(`#plan-import`)
+	p.waitFor(`document.querySelector('#plan-revision').textContent === 'revision 2'`, "the imported plan")
+
+	old.free()
+	p.waitAnswered(n)
+	if got := eval[string](p, `document.querySelector('#plan-revision').textContent`); got != "revision 2" {
+		t.Errorf("after an older plan reply the page shows %q, want revision 2", got)
+	}
+	if got := eval[int](p, `document.querySelectorAll('#plan-items li[data-item]').length`); got != 1 {
+		t.Errorf("after an older plan reply the page shows %d items, want the import's 1", got)
+	}
+}
+
+// TestBrowserOlderQuestionsCannotOverwriteNewer is UI rule 1 for the
+// questions' replies, which carry no version at all: a questions load is
+// answered (none yet) and held on its way while the person asks, and the
+// ask's own load shows the question. When the held reply arrives, the
+// question stays.
+//
+// kills: mutant/ui-old-questions-reply
+func TestBrowserOlderQuestionsCannotOverwriteNewer(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix, docsRefresh}, pollBaseMS: 60000, pollCapMS: 60000})
+	p := w.open()
+	p.waitFor(`document.querySelector('#question-item option[value="1"]') !== null`, "parser-fix's plan")
+	p.click(`#task-list button[data-task="docs-refresh"]`)
+	p.waitFor(`document.getElementById('task-name').textContent === 'docs-refresh'`, "docs-refresh shown")
+
+	old := w.proxy.arm("GET", "/api/questions", holdAfter)
+	p.click(`#task-list button[data-task="parser-fix"]`)
+	n := old.wait(t) // parser-fix has no question yet; held on its way
+	p.waitFor(`document.querySelector('#question-item option[value="1"]') !== null`, "parser-fix's plan again")
+
+	p.do(chromedp.SetValue(chromedp.CSS(`#question`), "Why does the guard come first?"))
+	p.click(`#ask`)
+	p.waitFor(`document.querySelectorAll('#question-list li[data-state]').length === 1`, "the question")
+
+	old.free()
+	p.waitAnswered(n)
+	if got := eval[int](p, `document.querySelectorAll('#question-list li[data-state]').length`); got != 1 {
+		t.Errorf("after an older questions reply the page lists %d questions, want the one asked", got)
+	}
+}
+
+// TestBrowserOlderSuggestionsCannotOverwriteNewer is UI rule 1 for the
+// planning requests' replies: a load of them is answered (none yet) and
+// held on its way while the person asks for suggestions, and the ask's
+// own load shows the request planning. When the held reply arrives, the
+// request stays.
+//
+// kills: mutant/ui-old-plan-requests-reply
+func TestBrowserOlderSuggestionsCannotOverwriteNewer(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix, docsRefresh}, pollBaseMS: 60000, pollCapMS: 60000})
+	p := w.open()
+	p.waitFor(`!document.getElementById('no-suggestions').hidden && !document.getElementById('ask-suggestions').disabled`, "parser-fix's empty suggestions")
+	p.click(`#task-list button[data-task="docs-refresh"]`)
+	p.waitFor(`document.getElementById('task-name').textContent === 'docs-refresh'`, "docs-refresh shown")
+
+	old := w.proxy.arm("GET", "/api/plan/requests", holdAfter)
+	p.click(`#task-list button[data-task="parser-fix"]`)
+	n := old.wait(t) // parser-fix has no planning request yet; held on its way
+	p.waitFor(`document.getElementById('task-name').textContent === 'parser-fix' && !document.getElementById('ask-suggestions').disabled`, "parser-fix shown")
+
+	p.click(`#ask-suggestions`)
+	p.waitFor(`document.querySelector('#suggestion-list li[data-state=pending]') !== null`, "the request planning")
+
+	old.free()
+	p.waitAnswered(n)
+	if !eval[bool](p, `document.querySelector('#suggestion-list li[data-state=pending]') !== null`) {
+		t.Error("after an older planning requests reply the request planning is gone")
+	}
+}
+
 // waitUntil polls a condition of the server's state.
 // Its limit is a safety net for a loaded machine (CI runs the Docker
 // suites beside these tests), not a measure: cond is polled every 5 ms.

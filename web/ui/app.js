@@ -9,6 +9,9 @@
 //     it only if its stateVersion is at least the one shown. An action's
 //     reply carries the task's status too; it is applied under the same
 //     version rule, unless the answer to a later request was applied first.
+//     Every other reply (the plan, questions, planning requests) is applied
+//     only if no reply to a later load of its task was applied first
+//     (loadOrder).
 //  2. Stale results stay visible: every attempt row is shown, a stale one
 //     with its cause.
 //  3. Drafts survive: a response never clears a text box; it clears only if
@@ -108,10 +111,10 @@ async function poll() {
   }
   if (!state.selected && state.order.length) selectInitial();
   render();
-  if (state.selected && questionsInFlight(state.selected)) loadQuestions(state.selected);
+  if (state.selected && questionsInFlight(state.selected)) loadQuestions(state.selected, true);
   const shown = state.selected && state.reviews.get(state.selected);
   if (shown && mergeInFlight(shown.merge) && !reviewsLoading.has(state.selected)) loadReview(state.selected);
-  if (state.selected && planRequestsInFlight(state.selected)) loadPlanRequests(state.selected);
+  if (state.selected && planRequestsInFlight(state.selected)) loadPlanRequests(state.selected, true);
 }
 
 function backOff() {
@@ -438,14 +441,41 @@ async function importPlan() {
   }
 }
 
+// loadOrder is UI rule 1 for the replies other than GET /api/runner's (the
+// plan, its questions, its planning requests): each load of a task is
+// numbered as it is sent, and a reply is applied only if no reply to a
+// later load of that task was applied first. Versions alone cannot say
+// which of two replies is newer: an import or an applied suggestion
+// leaves the review version as it was, and a question's reply has none.
+function loadOrder() {
+  const sentLoads = new Map();
+  const appliedLoads = new Map();
+  return {
+    next(name) {
+      const n = (sentLoads.get(name) || 0) + 1;
+      sentLoads.set(name, n);
+      return n;
+    },
+    take(name, n) {
+      if (n < (appliedLoads.get(name) || 0)) return false; // a later load's reply is shown
+      appliedLoads.set(name, n);
+      return true;
+    },
+  };
+}
+
+const reviewLoads = loadOrder();
+const questionLoads = loadOrder();
+const planRequestLoads = loadOrder();
+
 const reviewsLoading = new Set();
 
 async function loadReview(name) {
   reviewsLoading.add(name);
+  const n = reviewLoads.next(name);
   try {
     const review = await getJSON('/api/review?task=' + encodeURIComponent(name));
-    const shown = state.reviews.get(name);
-    if (shown && review.reviewVersion < shown.reviewVersion) return;
+    if (!reviewLoads.take(name, n)) return;
     state.reviews.set(name, review);
     if (name === state.selected) {
       renderReview();
@@ -783,11 +813,16 @@ function questionsInFlight(name) {
 
 const questionsLoading = new Set();
 
-async function loadQuestions(name) {
-  if (questionsLoading.has(name)) return;
+// loadQuestions reads the task's questions. A poll (polling) is not sent
+// while another load is on its way; a load after a selection or an action
+// always is, since the one on its way may have been computed before it.
+async function loadQuestions(name, polling) {
+  if (polling && questionsLoading.has(name)) return;
   questionsLoading.add(name);
+  const n = questionLoads.next(name);
   try {
     const reply = await getJSON('/api/questions?task=' + encodeURIComponent(name));
+    if (!questionLoads.take(name, n)) return;
     state.questions.set(name, reply.questions);
     if (name === state.selected) renderQuestions();
   } catch (err) {
@@ -870,11 +905,15 @@ function planRequestsInFlight(name) {
 
 const planRequestsLoading = new Set();
 
-async function loadPlanRequests(name) {
-  if (planRequestsLoading.has(name)) return;
+// loadPlanRequests reads the plan's planning requests, polling as
+// loadQuestions does.
+async function loadPlanRequests(name, polling) {
+  if (polling && planRequestsLoading.has(name)) return;
   planRequestsLoading.add(name);
+  const n = planRequestLoads.next(name);
   try {
     const reply = await getJSON('/api/plan/requests?task=' + encodeURIComponent(name));
+    if (!planRequestLoads.take(name, n)) return;
     state.planRequests.set(name, reply);
     if (name === state.selected) renderSuggestions();
   } catch (err) {
