@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -79,13 +80,25 @@ func TestOutputStreamFollowsTheAttempt(t *testing.T) {
 	if e := next(t, events, "the end"); !strings.HasPrefix(e, "end") {
 		t.Fatalf("after settlement: %q", e)
 	}
-	resp, err := http.Get(url)
-	if err != nil || resp.StatusCode != 404 {
-		t.Errorf("a settled attempt's stream: %v %v", err, resp)
-	}
-	resp, err = http.Get(w.url + "/api/output?task=parser-fix&attempt=00000000-0000-4000-8000-000000000000")
-	if err != nil || resp.StatusCode != 404 {
-		t.Errorf("a foreign attempt's stream: %v %v", err, resp)
+	// Each 404 says which thing is not there. Sweep survivors (seed 1618):
+	// web/stream.go:Server.getOutput:drop-guard:e7f674b0 and
+	// web/stream.go:Server.taskAttempt:drop-guard:0ca12934.
+	for _, c := range []struct{ what, url, want string }{
+		{"a settled attempt's stream", url, "attempt " + a + " has no live output (it is not running)"},
+		{"a foreign attempt's stream", w.url + "/api/output?task=parser-fix&attempt=00000000-0000-4000-8000-000000000000",
+			"task parser-fix has no attempt 00000000-0000-4000-8000-000000000000"},
+		{"a task that is not configured", w.url + "/api/output?task=nope&attempt=" + a, `no configured task is called "nope"`},
+	} {
+		resp, err := http.Get(c.url)
+		if err != nil {
+			t.Fatalf("%s: %v", c.what, err)
+		}
+		var e errorBody
+		derr := json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != 404 || derr != nil || e.Error.Code != codeNotFound || e.Error.Message != c.want {
+			t.Errorf("%s: %d %+v (%v), want 404 %s %q", c.what, resp.StatusCode, e.Error, derr, codeNotFound, c.want)
+		}
 	}
 }
 
