@@ -281,3 +281,17 @@ func TestContextAlreadyDone(t *testing.T) {
 		t.Errorf("a merge with a done ctx merged")
 	}
 }
+
+// TestMergeAnswerOverTheBoundIsUnknown: a 200 to a merge whose body is
+// larger than the client reads is an unknown outcome that says so (the
+// pull request is read again); it is never taken apart as a truncated
+// answer, nor reported as one that does not decode.
+// Sweep survivor (seed 1618): codehost/github/merge.go:Client.Merge:ignore-error:77f305b7.
+func TestMergeAnswerOverTheBoundIsUnknown(t *testing.T) {
+	c := stub(t, "/", answer(http.StatusOK, fmt.Sprintf(`{"merged":true,"sha":%q,"message":"%s"}`, sha(7), strings.Repeat("x", github.MaxBody))))
+	_, err := c.Merge(context.Background(), repo, 5, sha(1))
+	var unknown *codehost.UnknownOutcomeError
+	if !errors.As(err, &unknown) || !strings.Contains(unknown.Message, fmt.Sprintf("the body is larger than %d bytes", github.MaxBody)) {
+		t.Fatalf("Merge answered 200 with a body over the bound: %v; want an unknown outcome saying the body is too large", err)
+	}
+}
