@@ -19,11 +19,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/codeboost/codeboost/dadapter"
@@ -787,5 +789,105 @@ func TestCleanupRetryStopsAtTheFirstSuccess(t *testing.T) {
 	})
 	if err != nil || calls != 3 {
 		t.Fatalf("retry: %v after %d calls; want success at the third, and no call after it", err, calls)
+	}
+}
+
+// TestGoneTakesOnlyNotFoundAsDone: cleanup treats "no such object" as
+// done (what it wanted is true), and every other failure as a failure.
+// Sweep mutants (seed 1618): dadapter/docker/supervise.go:gone:drop-guard:311b92e7
+// and gone:negate:d6b898d7.
+func TestGoneTakesOnlyNotFoundAsDone(t *testing.T) {
+	if err := gone(fmt.Errorf("remove container: %w", cerrdefs.ErrNotFound)); err != nil {
+		t.Errorf("gone of not found: %v, want done", err)
+	}
+	other := fmt.Errorf("remove container: %w", cerrdefs.ErrUnavailable)
+	if err := gone(other); err != other {
+		t.Errorf("gone of %v: %v, want the failure", other, err)
+	}
+	if err := gone(nil); err != nil {
+		t.Errorf("gone of nil: %v", err)
+	}
+}
+
+// TestStoppedPrefersTheContextsError: a call cut short by an abort failed
+// because of the abort: its error says so first (errors.Is the context's
+// error), keeping the call's own words; a call whose context is live keeps
+// its error as it is.
+// Sweep mutant (seed 1618): dadapter/docker/containers.go:stopped:ignore-error:92d7907f.
+func TestStoppedPrefersTheContextsError(t *testing.T) {
+	callErr := errors.New("read: connection reset")
+	if err := stopped(cancelledContext(), callErr); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "connection reset") {
+		t.Errorf("stopped with an ended context: %v, want Canceled with the call's words", err)
+	}
+	if err := stopped(context.Background(), callErr); err != callErr {
+		t.Errorf("stopped with a live context: %v, want the call's error", err)
+	}
+}
+
+// cancelledContext is a context already cancelled.
+func cancelledContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// TestAgentProfileEnvironmentNamesVariables: the profile's environment
+// lists names of the runner's variables to pass on; an empty name, or one
+// with "=" or NUL in it, is no variable name and is refused, naming it.
+// Sweep mutant (seed 1618): dadapter/docker/start.go:checkProfile:drop-guard:89ee1f83.
+func TestAgentProfileEnvironmentNamesVariables(t *testing.T) {
+	for _, name := range []string{"", "A=B", "A\x00B"} {
+		err := checkProfile(dadapter.AgentProfile{Image: "agent:1", Env: []string{"HOME", name}})
+		if err == nil || !strings.Contains(err.Error(), "which is not a variable name") {
+			t.Errorf("checkProfile with env name %q: %v; want it refused", name, err)
+		}
+	}
+	if err := checkProfile(dadapter.AgentProfile{Image: "agent:1", Env: []string{"HOME", "GOFLAGS"}}); err != nil {
+		t.Errorf("checkProfile with variable names: %v", err)
+	}
+}
+
+// TestWorkEntriesAreTheWorkTreeButItsRoot: the work tree's entries are
+// its files, directories and links by their paths under the tree, owned
+// by the agent's user; the tree's root itself (written once by seedTar,
+// as /task) and the .git directory are not among them.
+// Sweep mutants (seed 1618): dadapter/docker/storage_ops.go:workEntries:drop-guard:a4623498
+// and workEntries:negate:fd14b672.
+func TestWorkEntriesAreTheWorkTreeButItsRoot(t *testing.T) {
+	clone := t.TempDir()
+	for name, data := range map[string]string{"README.md": "hi\n", "src/main.go": "package main\n", ".git/HEAD": "ref\n"} {
+		p := filepath.Join(clone, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := workEntries(tw, clone, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	tr := tar.NewReader(&buf)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Uid != 1000 || h.Gid != 1000 {
+			t.Errorf("%s owned by %d:%d, want the agent's 1000:1000", h.Name, h.Uid, h.Gid)
+		}
+		names = append(names, h.Name)
+	}
+	if want := []string{"README.md", "src/", "src/main.go"}; !slices.Equal(names, want) {
+		t.Errorf("work entries %q, want %q", names, want)
 	}
 }
