@@ -891,3 +891,41 @@ func TestWorkEntriesAreTheWorkTreeButItsRoot(t *testing.T) {
 		t.Errorf("work entries %q, want %q", names, want)
 	}
 }
+
+// TestStartInputNeedsAnOwnerTokenAndAnAttemptID: Start refuses, before it
+// allocates anything, a runner owner that is not 32 lowercase hex (it
+// becomes a label and a path) and an attempt ID that is not a UUID, each
+// naming what is wrong; a well-formed input passes.
+// Sweep mutant (seed 1618): dadapter/docker/start.go:checkInput:drop-guard:3ca5809b.
+func TestStartInputNeedsAnOwnerTokenAndAnAttemptID(t *testing.T) {
+	good := dadapter.InvocationInput{RunnerOwner: dtest.NewToken(), AttemptID: dtest.NewID(),
+		Deadline: time.Now().Add(time.Hour), Profile: dadapter.AgentProfile{Image: "agent:1"}}
+	if err := checkInput(good); err != nil {
+		t.Fatalf("a well-formed input: %v", err)
+	}
+	for _, owner := range []string{"", "../etc", strings.Repeat("A", 32), strings.Repeat("a", 31)} {
+		in := good
+		in.RunnerOwner = owner
+		if err := checkInput(in); err == nil || !strings.Contains(err.Error(), "is not 32 lowercase hex") {
+			t.Errorf("runner owner %q: %v; want it refused", owner, err)
+		}
+	}
+	in := good
+	in.AttemptID = "attempt-1"
+	if err := checkInput(in); err == nil || !strings.Contains(err.Error(), "attempt ID") {
+		t.Errorf("attempt ID %q: %v; want it refused", in.AttemptID, err)
+	}
+}
+
+// TestRunnerRepoNeedsTheSeedsRepository: the commits of task storage go
+// into the runner-owned repository of the repository it was seeded from;
+// storage that does not name it (recovered from labels that lost it) is
+// refused, saying so, not opened as some other repository.
+// Sweep mutant (seed 1618): dadapter/docker/commit.go:storage.runnerRepo:drop-guard:c1ddd2a5.
+func TestRunnerRepoNeedsTheSeedsRepository(t *testing.T) {
+	s := &storage{owner: newOwner(dtest.NewToken())}
+	_, err := s.runnerRepo(context.Background(), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "does not name the repository it was seeded from") {
+		t.Fatalf("runnerRepo of storage with no repository: %v; want it refused", err)
+	}
+}
