@@ -929,3 +929,27 @@ func TestRunnerRepoNeedsTheSeedsRepository(t *testing.T) {
 		t.Fatalf("runnerRepo of storage with no repository: %v; want it refused", err)
 	}
 }
+
+// TestTarEntryOfAFileGoneSinceTheWalk: a file the walk listed but that is
+// gone when it is opened fails the entry with the open's own error (the
+// file does not exist), never with a later, unrelated one.
+// Sweep mutant (seed 1618): dadapter/docker/storage_ops.go:tarEntry:ignore-error:31d5f59c~2.
+func TestTarEntryOfAFileGoneSinceTheWalk(t *testing.T) {
+	root := t.TempDir()
+	p := filepath.Join(root, "gone.txt")
+	if err := os.WriteFile(p, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	tw := tar.NewWriter(io.Discard)
+	err = tarEntry(tw, root, "gone.txt", "gone.txt", fs.FileInfoToDirEntry(info), 0o644, 1000, 1000)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("tarEntry of a file gone since the walk: %v, want the open's not-exist", err)
+	}
+}
