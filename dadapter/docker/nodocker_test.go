@@ -26,6 +26,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/codeboost/codeboost/dadapter"
@@ -951,5 +952,74 @@ func TestTarEntryOfAFileGoneSinceTheWalk(t *testing.T) {
 	err = tarEntry(tw, root, "gone.txt", "gone.txt", fs.FileInfoToDirEntry(info), 0o644, 1000, 1000)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("tarEntry of a file gone since the walk: %v, want the open's not-exist", err)
+	}
+}
+
+// TestWaitOutcomeReadsAnExitOrItsAbsence: the wait's answer is the exit
+// status when it is one (0 to 255, 0 included), and otherwise the engine's
+// word that its wait ended without an exit: no exit code (-1), with the
+// engine's reason.
+// Sweep mutant (seed 1618): dadapter/docker/start.go:waitOutcome:drop-guard:df33e952.
+func TestWaitOutcomeReadsAnExitOrItsAbsence(t *testing.T) {
+	for _, code := range []int64{0, 1, 137} {
+		if got := waitOutcome(container.WaitResponse{StatusCode: code}); got.code != int(code) || got.err != nil {
+			t.Errorf("a wait answered %d: %+v, want that exit", code, got)
+		}
+	}
+	got := waitOutcome(container.WaitResponse{StatusCode: -1, Error: &container.WaitExitError{Message: "the request ended"}})
+	if got.code != -1 || got.err == nil || got.err.Error() != "the engine's wait ended without an exit: the request ended" {
+		t.Errorf("a wait that ended without an exit: %+v", got)
+	}
+}
+
+// TestReadableNeedsABaseAndABaseline: a helper reads task storage only
+// when the storage knows the commit it was seeded from and its metadata
+// baseline (a recovery handle whose keeper was lost knows neither): it is
+// refused, saying so, before the engine is asked anything.
+// Sweep mutant (seed 1618): dadapter/docker/export.go:D.readable:drop-guard:5a3ad6ef.
+func TestReadableNeedsABaseAndABaseline(t *testing.T) {
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the engine was asked %s %s", r.Method, r.URL.Path)
+		w.WriteHeader(http.StatusNotImplemented)
+	})
+	d := adapterOn(t, cli, t.TempDir())
+	for _, s := range []*storage{
+		{owner: newOwner(dtest.NewToken()), baseline: "sha256:ab"},
+		{owner: newOwner(dtest.NewToken()), base: strings.Repeat("a", 40)},
+	} {
+		d.mu.Lock()
+		d.held[s.owner.AllocationID] = s
+		d.mu.Unlock()
+		if _, err := d.readable(context.Background(), s); err == nil || !strings.Contains(err.Error(), "has no recorded base and baseline") {
+			t.Errorf("readable with base %q and baseline %q: %v; want it refused", s.base, s.baseline, err)
+		}
+	}
+}
+
+// TestCloneSaysWhenTheCommitCannotBeMaterialized: a task clone of a commit
+// the user's repository does not have fails at the materialization (the
+// fetch of the commit into the runner-owned repository), with its error,
+// and makes no clone.
+// Sweep mutant (seed 1618): dadapter/docker/clone.go:D.clone:ignore-error:f414690e.
+func TestCloneSaysWhenTheCommitCannotBeMaterialized(t *testing.T) {
+	noEngine, err := client.New(client.WithHost("unix://" + filepath.Join(t.TempDir(), "no-engine.sock")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { noEngine.Close() })
+	root := t.TempDir()
+	d := adapterOn(t, noEngine, root)
+	repo, _ := userRepo(t)
+	parent := filepath.Join(root, dtest.NewToken(), "attempts", dtest.NewID())
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	missing := strings.Repeat("e", 40)
+	c, err := clone(t, context.Background(), d, parent, dadapter.Source{Repository: repo, Commit: missing}, nil)
+	if err == nil || !strings.Contains(err.Error(), "gitrepo: fetch "+missing) {
+		t.Fatalf("a clone of a commit the repository lacks: %+v, %v; want the materialization's error", c, err)
+	}
+	if entries, _ := os.ReadDir(parent); len(entries) > 0 {
+		t.Errorf("the failed clone left %v", entries)
 	}
 }
