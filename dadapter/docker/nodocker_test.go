@@ -46,13 +46,7 @@ import (
 // step's complaint about a path it was never meant to see.
 // Sweep survivor (seed 31337): dadapter/docker/clone.go:D.runnerOf:drop-guard:c796c398.
 func TestCloneParentMustLieUnderTheRunnersDirectory(t *testing.T) {
-	noEngine, err := client.New(client.WithHost("unix://" + filepath.Join(t.TempDir(), "no-engine.sock")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { noEngine.Close() })
-	root := t.TempDir()
-	d := adapterOn(t, noEngine, root)
+	d, root := noEngineAdapter(t)
 	repo, head := userRepo(t)
 	runner := dtest.NewToken()
 	for name, parent := range map[string]string{
@@ -696,15 +690,7 @@ func TestMetaEntriesAreRootsAndReadOnlyWhereGitMadeThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	tr := tar.NewReader(&buf)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, h := range tarHeaders(t, buf.Bytes()) {
 		got[h.Name] = fmt.Sprintf("%#o %d:%d", h.Mode, h.Uid, h.Gid)
 	}
 	want := map[string]string{".git/HEAD": "0644 0:0", ".git/objects/": "0755 0:0", ".git/objects/ab/": "0755 0:0", ".git/objects/ab/cdef": "0444 0:0"}
@@ -874,15 +860,7 @@ func TestWorkEntriesAreTheWorkTreeButItsRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	var names []string
-	tr := tar.NewReader(&buf)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, h := range tarHeaders(t, buf.Bytes()) {
 		if h.Uid != 1000 || h.Gid != 1000 {
 			t.Errorf("%s owned by %d:%d, want the agent's 1000:1000", h.Name, h.Uid, h.Gid)
 		}
@@ -1002,13 +980,7 @@ func TestReadableNeedsABaseAndABaseline(t *testing.T) {
 // and makes no clone.
 // Sweep mutant (seed 1618): dadapter/docker/clone.go:D.clone:ignore-error:f414690e.
 func TestCloneSaysWhenTheCommitCannotBeMaterialized(t *testing.T) {
-	noEngine, err := client.New(client.WithHost("unix://" + filepath.Join(t.TempDir(), "no-engine.sock")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { noEngine.Close() })
-	root := t.TempDir()
-	d := adapterOn(t, noEngine, root)
+	d, root := noEngineAdapter(t)
 	repo, _ := userRepo(t)
 	parent := filepath.Join(root, dtest.NewToken(), "attempts", dtest.NewID())
 	if err := os.MkdirAll(parent, 0o700); err != nil {
@@ -1022,4 +994,35 @@ func TestCloneSaysWhenTheCommitCannotBeMaterialized(t *testing.T) {
 	if entries, _ := os.ReadDir(parent); len(entries) > 0 {
 		t.Errorf("the failed clone left %v", entries)
 	}
+}
+
+// tarHeaders reads the headers of a whole tar.
+func tarHeaders(t *testing.T, data []byte) []*tar.Header {
+	t.Helper()
+	var hs []*tar.Header
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return hs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+}
+
+// noEngineAdapter is an adapter whose engine does not exist, on a fresh
+// runner root: for the steps that must fail, or succeed, before any
+// engine call.
+func noEngineAdapter(t *testing.T) (d *D, root string) {
+	t.Helper()
+	noEngine, err := client.New(client.WithHost("unix://" + filepath.Join(t.TempDir(), "no-engine.sock")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { noEngine.Close() })
+	root = t.TempDir()
+	return adapterOn(t, noEngine, root), root
 }
