@@ -6,9 +6,10 @@ import (
 	"net/http"
 )
 
-// ui is the review screen: plain HTML, CSS and one script, embedded in the
-// binary. No build step: the page is small enough that a bundler would
-// add a toolchain and hide nothing worth hiding.
+// ui is the review screen: plain HTML, CSS and a few ES modules (app.js
+// and the panels' modules it imports), embedded in the binary. No build
+// step: the page is small enough that a bundler would add a toolchain and
+// hide nothing worth hiding.
 //
 //go:embed ui
 var ui embed.FS
