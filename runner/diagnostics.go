@@ -142,6 +142,12 @@ type diagFile struct {
 // files go first, oldest first. Then the oldest referenced file: its row's
 // diagnostic_ref is cleared and noted in one transaction, and only after that
 // commit is the file deleted, so no row ever points at a missing file.
+//
+// A file of an attempt this coordinator still holds (a job, or a marker)
+// is not unreferenced yet: its export is saved before its terminal write
+// references it, and another attempt's retention may run in between (two
+// exports answered together). Removing it then would leave that row
+// pointing at a missing file.
 func (c *Coordinator) retention() {
 	dir := c.diagnosticsDir()
 	entries, err := c.listDiagnostics(dir)
@@ -175,11 +181,12 @@ func (c *Coordinator) retention() {
 	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { refs, err = tx.DiagnosticRefs(); return err }); err != nil {
 		return
 	}
+	held := c.heldDiagnostics()
 	for _, f := range files {
 		if total <= c.cfg.DiagnosticsCap {
 			return
 		}
-		if _, ok := refs[f.name]; ok {
+		if _, ok := refs[f.name]; ok || held[f.name] {
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, f.name)); err == nil || errors.Is(err, fs.ErrNotExist) {
@@ -224,3 +231,16 @@ func (c *Coordinator) listDiagnostics(dir string) ([]os.DirEntry, error) {
 // DiagnosticsDir is where this runner saves partial output
 // (<diagnosticsDir or root>/<owner>/diagnostics), for the diff view.
 func (c *Coordinator) DiagnosticsDir() string { return c.diagnosticsDir() }
+
+// heldDiagnostics names the diagnostics files of the attempts this
+// coordinator still holds, whose terminal write may yet reference them.
+func (c *Coordinator) heldDiagnostics() map[string]bool {
+	held := make(map[string]bool, len(c.jobs)+len(c.markers))
+	for _, j := range c.jobs {
+		held[j.attemptID+".diff"] = true
+	}
+	for _, m := range c.markers {
+		held[m.attemptID+".diff"] = true
+	}
+	return held
+}

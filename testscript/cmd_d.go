@@ -23,8 +23,8 @@ func init() {
 		Command{Name: "d", Kind: Action, Usage: "d OP auto|hold|fail|refuse [MESSAGE]",
 			Summary: "sets how the simulated D answers later requests of OP (storage, clone, start, export, remove, commit, release-commit, recover, inspect, check-tree): at once, held until the script releases it, with an error, or (refuse, storage and clone only) with an error before spawning any process group",
 			Example: "d clone hold", Run: cmdD},
-		Command{Name: "release", Kind: Action, Keys: []Key{K("crossed", Bool)}, Usage: "release OP ATTEMPT [crossed=true]",
-			Summary: "lets a held D operation finish; an aborted one reports its abort, as a helper that stopped its process group does, unless crossed=true: its answer was on its way when the abort came, so F receives the answer it had reached (a proven tree, a refusal) after its stop",
+		Command{Name: "release", Kind: Action, Keys: []Key{K("crossed", Bool)}, Usage: "release OP ATTEMPT... [crossed=true]",
+			Summary: "lets a held D operation finish; an aborted one reports its abort, as a helper that stopped its process group does, unless crossed=true: its answer was on its way when the abort came, so F receives the answer it had reached (a proven tree, a refusal) after its stop. With several attempts, D answers them all before F runs any answer's event (answers that arrive together)",
 			Example: "release clone A", Run: cmdRelease},
 		Command{Name: "fail-op", Kind: Action, Usage: "fail-op OP ATTEMPT MESSAGE",
 			Summary: "ends a held D operation with an error",
@@ -85,10 +85,10 @@ func cmdD(ts *gts.TestScript, neg bool, a argSet) {
 }
 
 func cmdRelease(ts *gts.TestScript, neg bool, a argSet) {
-	if len(a.pos) != 2 {
-		ts.Fatalf("usage: release OP ATTEMPT [crossed=true]")
+	if len(a.pos) < 2 {
+		ts.Fatalf("usage: release OP ATTEMPT... [crossed=true]")
 	}
-	finishOp(ts, a.pos, func(d *simd.D, op, id string) error {
+	finishOp(ts, a.pos[0], a.pos[1:], func(d *simd.D, op, id string) error {
 		if a.str("crossed") == "true" {
 			return d.FinishCrossed(op, id)
 		}
@@ -100,16 +100,18 @@ func cmdFailOp(ts *gts.TestScript, neg bool, a argSet) {
 	if len(a.pos) != 3 {
 		ts.Fatalf("usage: fail-op OP ATTEMPT MESSAGE")
 	}
-	finishOp(ts, a.pos[:2], func(d *simd.D, op, id string) error { return d.Finish(op, id, errors.New(a.pos[2])) })
+	finishOp(ts, a.pos[0], a.pos[1:2], func(d *simd.D, op, id string) error { return d.Finish(op, id, errors.New(a.pos[2])) })
 }
 
-// finishOp ends the held operation args[0] of attempt args[1] with finish,
-// then runs what it set off.
-func finishOp(ts *gts.TestScript, args []string, finish func(d *simd.D, op, attemptID string) error) {
+// finishOp ends the held operation op of each attempt with finish, then
+// runs what they set off: every answer is in before F runs the first.
+func finishOp(ts *gts.TestScript, op string, attempts []string, finish func(d *simd.D, op, attemptID string) error) {
 	s := get(ts)
 	w := s.world(ts)
-	if err := finish(w.D, args[0], s.attempt(ts, args[1])); err != nil {
-		s.fatal(ts, "%v", err)
+	for _, name := range attempts {
+		if err := finish(w.D, op, s.attempt(ts, name)); err != nil {
+			s.fatal(ts, "%v", err)
+		}
 	}
 	w.Loop.Drain()
 }
