@@ -68,7 +68,7 @@ func TestEntryPointsReportAnEventThatNeverRan(t *testing.T) {
 		{"ChangeContext", func(ctx context.Context) error {
 			return c.ChangeContext(ctx, id.Key(), func(*store.Tx) error { return nil })
 		}},
-		{"BeginShutdown", func(ctx context.Context) error { return c.BeginShutdown(ctx) }},
+		{"StopJobs", func(ctx context.Context) error { return c.StopJobs(ctx) }},
 		// Sweep survivor (seed 1618): runner/actions.go:Coordinator.ReviewAction:ignore-error:f8bcec57.
 		{"ReviewAction", func(ctx context.Context) error {
 			_, err := c.ReviewAction(ctx, store.Action{PlanKey: id.Key(), ActionID: r.ActionID, Kind: "review/note"},

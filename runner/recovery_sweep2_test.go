@@ -8,9 +8,9 @@ import (
 )
 
 // TestShutdownReportsAStoppedLoop: Shutdown begins shutdown, then waits for
-// Drained. Once the loop has stopped, BeginShutdown's event never runs (no
+// Drained. Once the loop has stopped, StopJobs's event never runs (no
 // job gets the first reason shutdown, nothing is stopped) and Drained can
-// never close, so Shutdown must answer BeginShutdown's ErrStopped at once,
+// never close, so Shutdown must answer StopJobs's ErrStopped at once,
 // as every entry point does for an event that never ran, instead of
 // waiting until the caller's context gives up (with context.Background,
 // for ever) and reporting only that.

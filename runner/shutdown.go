@@ -8,11 +8,10 @@ import (
 )
 
 // Shutdown is the coordinator's part of the contract's "Shutdown" order.
-// The server sets its stopping flag and calls BeginShutdown in the same turn
-// (step 1); it drains requests and closes the Store's write gate (steps 2
-// and 3); BeginShutdown has already given every job the first reason
-// shutdown unless it had one, and asked D to stop or aborted preparation
-// (step 4); each job then ends through the ordinary holder order (step 5:
+// The server sets its stopping flag and calls CloseAdmission in the same
+// turn (step 1); it drains requests and closes the Store's write gate
+// (steps 2 and 3); StopJobs then gives every job the first reason shutdown
+// unless it had one, and asks D to stop or aborts preparation (step 4); each job then ends through the ordinary holder order (step 5:
 // export, terminal write, storage removal, slot freed). Drained reports when
 // no job is left; there is no timer of F's own (decision 4): D's forced-kill
 // escalation bounds settlement. Closing the Store and releasing the lock
@@ -65,18 +64,16 @@ func (c *Coordinator) stopJobs() {
 	}
 }
 
-// BeginShutdown is steps 1 and 4 in one event, for a process that has no
-// requests to drain between them. It does not wait.
-func (c *Coordinator) BeginShutdown(ctx context.Context) error { return c.StopJobs(ctx) }
-
 // Drained is closed once shutdown has begun and no job and no plan run is
 // left (steps 4, 5 and 5a). Markers may remain: each holds its slot until
 // startup recovery.
 func (c *Coordinator) Drained() <-chan struct{} { return c.drained }
 
-// Shutdown begins shutdown and waits until every job has ended, or ctx ends.
+// Shutdown is steps 1 and 4 in one event (StopJobs), for a process that
+// has no requests to drain between them, then waits until every job has
+// ended, or ctx ends.
 func (c *Coordinator) Shutdown(ctx context.Context) error {
-	if err := c.BeginShutdown(ctx); err != nil {
+	if err := c.StopJobs(ctx); err != nil {
 		return err
 	}
 	select {

@@ -35,7 +35,7 @@ func cmdShutdown(ts *gts.TestScript, neg bool, a argSet) {
 		if a.pos[0] == "gate-then-jobs" {
 			w.Store.CloseWriteGate()
 		}
-		w.Runner.BeginShutdown(context.Background())
+		w.Runner.StopJobs(context.Background())
 		w.Loop.Drain()
 	case "server":
 		srv := s.web(ts)

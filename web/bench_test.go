@@ -92,7 +92,7 @@ func newLoadWorld(b *testing.B, ntasks int) *loadWorld {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		c.BeginShutdown(context.Background())
+		c.StopJobs(context.Background())
 		<-c.Drained()
 		loop.Stop()
 		st.Close()
