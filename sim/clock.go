@@ -216,14 +216,20 @@ func (l *Loop) Interleave(hook func()) {
 	hook()
 }
 
-// Go runs work at once and posts then: the script, not the scheduler,
+// Go queues work as an event of its own, and work posts then when it has
+// run: off-loop work is a separate step, as on the production loop, so
+// the events queued before it run first (another attempt's terminal
+// write between an export's save and its own, say: F-316). Events still
+// run one at a time, in queue order: the script, not the scheduler,
 // decides the order.
 func (l *Loop) Go(work func(), then func()) {
 	if l.crashed {
 		return
 	}
-	work()
-	l.Post(then)
+	l.Post(func() {
+		work()
+		l.Post(then)
+	})
 }
 
 // Drain runs queued events until none is left.
