@@ -148,7 +148,8 @@ func (s *Server) Serve(l net.Listener) error {
 	// listeners: AbortRequests waits for this one, so that step 3 has
 	// stopped accepting connections when it returns.
 	unlisten := s.unlisten
-	srv.RegisterOnShutdown(func() { close(unlisten) })
+	var once sync.Once // a second Shutdown runs the OnShutdown functions again
+	srv.RegisterOnShutdown(func() { once.Do(func() { close(unlisten) }) })
 	s.mu.Unlock()
 	defer close(s.served)
 	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
