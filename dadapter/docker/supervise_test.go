@@ -139,6 +139,38 @@ func TestDeadlineBoundsSetup(t *testing.T) {
 	}
 }
 
+// TestDeadlineBoundsTheWaitsAcknowledgement: the wait for the agent's
+// exit lives as long as the agent, on a context of its own, but its
+// acknowledgement is bounded like every setup call: with the engine never
+// answering the wait, the handle stops at the deadline with timeout (the
+// wait's request is cut then, not left to hang the setup), and its
+// cleanup removes the agent.
+// Sweep survivor (seed 1618): dadapter/docker/start.go:handle.await:swap-steps:6139a766.
+func TestDeadlineBoundsTheWaitsAcknowledgement(t *testing.T) {
+	w := newWorld(t)
+	p := newProxy(t, w.cli)
+	d := w.adapter(p.newClient(t), func(o *Options) { o.CallTimeout = 20 * time.Second })
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
+	lend(t, d, st)
+	p.Stall(func(r string) bool { return strings.Contains(r, "/wait?") })
+	in := w.input(st, "sleep")
+	in.Deadline = time.Now().Add(2 * time.Second)
+	s := start(t, d, in).await(time.Minute)
+	t.Logf("settled %v after the deadline: %+v", s.at.Sub(in.Deadline), s.Settlement)
+	if s.StopReason != words.StopTimeout {
+		t.Errorf("stop reason %q, want %q", s.StopReason, words.StopTimeout)
+	}
+	if len(p.Held()) == 0 {
+		t.Errorf("no wait was held: the setup did not hang on it")
+	}
+	if slack := s.at.Sub(in.Deadline); slack > 10*time.Second {
+		t.Errorf("settled %v after the deadline, want well within the %v call bound", slack, d.opt.CallTimeout)
+	}
+	if left := w.agents(in.AttemptID); len(left) > 0 {
+		t.Errorf("settled with containers %v still there", left)
+	}
+}
+
 // TestFirstStopReasonKept: Cancel keeps the first reason D received,
 // whether it came from a Cancel or from D itself (its deadline, taken
 // while an agent that ignores SIGTERM holds the stop open).
