@@ -171,6 +171,32 @@ func TestDeadlineBoundsTheWaitsAcknowledgement(t *testing.T) {
 	}
 }
 
+// TestUnacknowledgedWaitFailsTheSetup: a wait for the agent's exit that
+// the engine does not acknowledge within the call bound fails the setup,
+// as any setup call does: the handle settles with capture-failure and
+// "launch setup failed: wait for the agent: …", and the agent is removed.
+// It never goes on to follow an agent whose exit it cannot hear.
+// Sweep survivors (seed 1618): dadapter/docker/start.go:handle.await:negate:87481be5
+// and handle.await:drop-guard:151fc1f3.
+func TestUnacknowledgedWaitFailsTheSetup(t *testing.T) {
+	w := newWorld(t)
+	p := newProxy(t, w.cli)
+	d := w.adapter(p.newClient(t), hungOptions)
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
+	lend(t, d, st)
+	p.Stall(func(r string) bool { return strings.Contains(r, "/wait?") })
+	in := w.input(st, "sleep")
+	s := start(t, d, in).await(time.Minute)
+	t.Logf("settled: %+v", s.Settlement)
+	if s.StopReason != words.StopCaptureFailure || !strings.Contains(s.Diagnostic, "launch setup failed: wait for the agent") {
+		t.Errorf("stop reason %q, diagnostic %q; want %q and the setup's failure at the wait",
+			s.StopReason, s.Diagnostic, words.StopCaptureFailure)
+	}
+	if left := w.agents(in.AttemptID); len(left) > 0 {
+		t.Errorf("settled with containers %v still there", left)
+	}
+}
+
 // TestFirstStopReasonKept: Cancel keeps the first reason D received,
 // whether it came from a Cancel or from D itself (its deadline, taken
 // while an agent that ignores SIGTERM holds the stop open).
