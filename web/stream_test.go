@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/words"
 )
 
 // sseEvents reads a Server-Sent Events stream into "event data" lines,
@@ -80,6 +81,13 @@ func TestOutputStreamFollowsTheAttempt(t *testing.T) {
 	if e := next(t, events, "the end"); !strings.HasPrefix(e, "end") {
 		t.Fatalf("after settlement: %q", e)
 	}
+	// The settlement's terminal write may land a moment after the end
+	// event: wait for the row, so the first 404 is the one for an attempt
+	// that is no longer running.
+	waitUntil(t, "the attempt's terminal row", func() bool {
+		at, err := w.store.Attempt(a)
+		return err == nil && words.Terminal(at.State)
+	})
 	// Each 404 says which thing is not there. Sweep survivors (seed 1618):
 	// web/stream.go:Server.getOutput:drop-guard:e7f674b0 and
 	// web/stream.go:Server.taskAttempt:drop-guard:0ca12934.
