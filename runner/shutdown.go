@@ -11,8 +11,9 @@ import (
 // The server sets its stopping flag and calls CloseAdmission in the same
 // turn (step 1); it drains requests and closes the Store's write gate
 // (steps 2 and 3); StopJobs then gives every job the first reason shutdown
-// unless it had one, and asks D to stop or aborts preparation (step 4); each job then ends through the ordinary holder order (step 5:
-// export, terminal write, storage removal, slot freed). Drained reports when
+// unless it had one, and asks D to stop or aborts preparation (step 4);
+// each job then ends through the ordinary holder order (step 5: export,
+// terminal write, storage removal, slot freed). Drained reports when
 // no job is left; there is no timer of F's own (decision 4): D's forced-kill
 // escalation bounds settlement. Closing the Store and releasing the lock
 // (steps 7 and 8) belong to the caller.

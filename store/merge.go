@@ -54,10 +54,8 @@ func (t *Tx) BeginMergeAttempt(planKey, id string) error {
 	if _, err := t.openTaskFor(planKey, "merge attempt ID", id); err != nil {
 		return err
 	}
-	if active, err := t.activeMerge(planKey); err != nil {
+	if err := t.noActiveMerge(planKey); err != nil {
 		return err
-	} else if active != "" {
-		return refuse(CodeMergeActive, "merge attempt %s is still %s", active, MergeSubmitting+" or "+MergeQueued)
 	}
 	now := t.nowMS()
 	if _, err := t.exec(`INSERT INTO merge_attempts (id, plan_key, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
@@ -65,6 +63,17 @@ func (t *Tx) BeginMergeAttempt(planKey, id string) error {
 		return err
 	}
 	return t.bump(planKey)
+}
+
+// noActiveMerge refuses while a merge attempt of the task is submitting
+// or queued: one merge at a time.
+func (t *Tx) noActiveMerge(planKey string) error {
+	if active, err := t.activeMerge(planKey); err != nil {
+		return err
+	} else if active != "" {
+		return refuse(CodeMergeActive, "merge attempt %s is still %s", active, MergeSubmitting+" or "+MergeQueued)
+	}
+	return nil
 }
 
 // MergeAttempt reads one merge attempt.

@@ -60,9 +60,8 @@ func (t *Tx) AdmitMerge(a MergeAdmission) (MergeAttempt, error) {
 
 // CheckMerge is AdmitMerge's guards at the present versions, writing
 // nothing: GET /api/runner's mergeable, so that the screen offers Merge
-// exactly when the click would be admitted (bar a merge attempt already
-// submitting or queued, which BeginMergeAttempt refuses and which is
-// checked here too).
+// exactly when the click would be admitted (a merge attempt already
+// submitting or queued included, which BeginMergeAttempt refuses).
 func (t *Tx) CheckMerge(planKey string) error {
 	task, err := t.openTask(planKey)
 	if err != nil {
@@ -75,12 +74,7 @@ func (t *Tx) CheckMerge(planKey string) error {
 	if err := t.mergeable(planKey, task, plan); err != nil {
 		return err
 	}
-	if active, err := t.activeMerge(planKey); err != nil {
-		return err
-	} else if active != "" {
-		return refuse(CodeMergeActive, "merge attempt %s is still %s", active, MergeSubmitting+" or "+MergeQueued)
-	}
-	return nil
+	return t.noActiveMerge(planKey)
 }
 
 // mergeable is what a merge needs of the task and its plan, whatever

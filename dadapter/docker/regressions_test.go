@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
-	"github.com/codeboost/codeboost/dadapter/dtest"
 )
 
 // TestFullLengthWindows runs the contract's two long windows at full
@@ -46,10 +45,7 @@ func TestFullLengthWindows(t *testing.T) {
 // It fails if the export ignores its context (no settlement by the bound)
 // or settles before removing its container (NoLeaks at the end).
 func testR104ExportThatHangsIsCutAtItsDeadline(t *testing.T, w *world) {
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), hungOptions)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	lend(t, d, st)
+	p, d, st := w.proxied(hungOptions)
 	p.Stall(func(req string) bool { return strings.Contains(req, "/attach") || strings.Contains(req, "/wait") })
 
 	const deadline = 60 * time.Second // the contract's export deadline

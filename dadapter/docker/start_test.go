@@ -264,10 +264,7 @@ func (w *world) agents(attemptID string) []string {
 // know that: its settlement names the container by its label alone.
 func TestStartReturnsAtOnce(t *testing.T) {
 	w := newWorld(t)
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), hungOptions)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	lend(t, d, st)
+	p, d, st := w.proxied(hungOptions)
 	p.Stall(nil)
 
 	in := w.input(st, "sleep")

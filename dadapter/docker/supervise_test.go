@@ -116,10 +116,7 @@ func TestSettleTimeout(t *testing.T) {
 // the container the create made.
 func TestDeadlineBoundsSetup(t *testing.T) {
 	w := newWorld(t)
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), func(o *Options) { o.CallTimeout = 20 * time.Second })
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	lend(t, d, st)
+	p, d, st := w.proxied(func(o *Options) { o.CallTimeout = 20 * time.Second })
 	p.Stall(func(r string) bool { return strings.Contains(r, "/start HTTP/") })
 	in := w.input(st, "sleep")
 	in.Deadline = time.Now().Add(2 * time.Second)
@@ -148,10 +145,7 @@ func TestDeadlineBoundsSetup(t *testing.T) {
 // Sweep survivor (seed 1618): dadapter/docker/start.go:handle.await:swap-steps:6139a766.
 func TestDeadlineBoundsTheWaitsAcknowledgement(t *testing.T) {
 	w := newWorld(t)
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), func(o *Options) { o.CallTimeout = 20 * time.Second })
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	lend(t, d, st)
+	p, d, st := w.proxied(func(o *Options) { o.CallTimeout = 20 * time.Second })
 	p.Stall(func(r string) bool { return strings.Contains(r, "/wait?") })
 	in := w.input(st, "sleep")
 	in.Deadline = time.Now().Add(2 * time.Second)
@@ -180,10 +174,7 @@ func TestDeadlineBoundsTheWaitsAcknowledgement(t *testing.T) {
 // and handle.await:drop-guard:151fc1f3.
 func TestUnacknowledgedWaitFailsTheSetup(t *testing.T) {
 	w := newWorld(t)
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), hungOptions)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	lend(t, d, st)
+	p, d, st := w.proxied(hungOptions)
 	p.Stall(func(r string) bool { return strings.Contains(r, "/wait?") })
 	in := w.input(st, "sleep")
 	s := start(t, d, in).await(time.Minute)
@@ -258,10 +249,7 @@ func TestStopKillsWhatIgnoresTerm(t *testing.T) {
 // the exit code was looked for only after a start that answered.
 func TestStopWhileStartUnanswered(t *testing.T) {
 	w := newWorld(t)
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t))
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	lend(t, d, st)
+	p, d, st := w.proxied()
 	p.Withhold(func(r string) bool { return strings.Contains(r, "/start HTTP/") })
 	in := w.input(st, "child-ignore-term")
 	inv := start(t, d, in)
@@ -339,10 +327,7 @@ const hungCallTimeout = 5 * time.Second
 // setup is through.
 func (w *world) agentBehindProxy(t *testing.T, tweak ...func(*Options)) (*proxy, *D, dadapter.InvocationInput, *invocation) {
 	t.Helper()
-	p := newProxy(t, w.cli)
-	d := w.adapter(p.newClient(t), tweak...)
-	st := w.prepare(w.adapter(nil), dtest.NewToken())
-	lend(t, d, st)
+	p, d, st := w.proxied(tweak...)
 	in := w.input(st, "sleep")
 	inv := start(t, d, in)
 	p.awaitSetup(t)
@@ -464,6 +449,19 @@ func testCleanupWindowFullLength(t *testing.T, w *world) {
 // lend makes st, allocated by the test's own adapter, held by d as well,
 // so that d, whose engine the test makes hang, can run an agent on it
 // while its allocation and removal go to the real engine.
+// proxied is an adapter reaching the engine through a proxy of its own
+// (tweaked as given), lent task storage another adapter prepared: the
+// setup of every test that makes the engine misbehave for one adapter's
+// calls alone.
+func (w *world) proxied(tweak ...func(*Options)) (*proxy, *D, *storage) {
+	w.t.Helper()
+	p := newProxy(w.t, w.cli)
+	d := w.adapter(p.newClient(w.t), tweak...)
+	st := w.prepare(w.adapter(nil), dtest.NewToken())
+	lend(w.t, d, st)
+	return p, d, st
+}
+
 func lend(t *testing.T, d *D, st *storage) {
 	d.mu.Lock()
 	d.held[st.owner.AllocationID] = st

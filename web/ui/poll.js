@@ -10,7 +10,7 @@ import { state } from './state.js';
 import { getJSON, nextRequest, sent } from './net.js';
 import { render, renderBanner } from './render.js';
 import { mergeInFlight, selectInitial } from './tasks.js';
-import { loadReview, reviewsLoading } from './review.js';
+import { loadReview, reviewLoads } from './review.js';
 import { loadQuestions, questionsInFlight } from './questions.js';
 import { loadPlanRequests, planRequestsInFlight } from './suggestions.js';
 
@@ -75,7 +75,7 @@ export async function poll() {
   render();
   if (state.selected && questionsInFlight(state.selected)) loadQuestions(state.selected, true);
   const shown = state.selected && state.reviews.get(state.selected);
-  if (shown && mergeInFlight(shown.merge) && !reviewsLoading.has(state.selected)) loadReview(state.selected);
+  if (shown && mergeInFlight(shown.merge) && !reviewLoads.busy(state.selected)) loadReview(state.selected);
   if (state.selected && planRequestsInFlight(state.selected)) loadPlanRequests(state.selected, true);
 }
 

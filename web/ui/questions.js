@@ -20,14 +20,11 @@ export function questionsInFlight(name) {
 
 const questionLoads = loadOrder();
 
-const questionsLoading = new Set();
-
 // loadQuestions reads the task's questions. A poll (polling) is not sent
 // while another load is on its way; a load after a selection or an action
 // always is, since the one on its way may have been computed before it.
 export async function loadQuestions(name, polling) {
-  if (polling && questionsLoading.has(name)) return;
-  questionsLoading.add(name);
+  if (polling && questionLoads.busy(name)) return;
   const n = questionLoads.next(name);
   try {
     const reply = await getJSON('/api/questions?task=' + encodeURIComponent(name));
@@ -39,7 +36,7 @@ export async function loadQuestions(name, polling) {
       $('question-list').replaceChildren(el('li', { className: 'error' }, 'The questions could not be read: ' + err.message));
     }
   } finally {
-    questionsLoading.delete(name);
+    questionLoads.done(name);
   }
 }
 

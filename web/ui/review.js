@@ -10,12 +10,9 @@ import { renderTaskActions } from './tasks.js';
 
 // ---- Loading and drawing the plan (rule 1) ----
 
-const reviewLoads = loadOrder();
-
-export const reviewsLoading = new Set();
+export const reviewLoads = loadOrder();
 
 export async function loadReview(name) {
-  reviewsLoading.add(name);
   const n = reviewLoads.next(name);
   try {
     const review = await getJSON('/api/review?task=' + encodeURIComponent(name));
@@ -31,7 +28,7 @@ export async function loadReview(name) {
       $('plan-items').replaceChildren(el('li', { className: 'error' }, 'The plan could not be read: ' + err.message));
     }
   } finally {
-    reviewsLoading.delete(name);
+    reviewLoads.done(name);
   }
 }
 
@@ -41,7 +38,7 @@ export async function loadReview(name) {
 // snapshot, which leave the review version as it was).
 export function reviewIfMoved(st) {
   const review = state.reviews.get(st.name);
-  if (!review || reviewsLoading.has(st.name)) return;
+  if (!review || reviewLoads.busy(st.name)) return;
   if (review.reviewVersion !== st.reviewVersion || st.task.contextGeneration > review.contextGeneration) loadReview(st.name);
 }
 

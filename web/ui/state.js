@@ -27,19 +27,29 @@ export function selectedTask() {
 // later load of that task was applied first. Versions alone cannot say
 // which of two replies is newer: an import or an applied suggestion
 // leaves the review version as it was, and a question's reply has none.
+// It also says whether a load of the task is on its way (busy), so that a
+// poll is not sent behind one.
 export function loadOrder() {
   const sentLoads = new Map();
   const appliedLoads = new Map();
+  const loading = new Set();
   return {
     next(name) {
       const n = (sentLoads.get(name) || 0) + 1;
       sentLoads.set(name, n);
+      loading.add(name);
       return n;
     },
     take(name, n) {
       if (n < (appliedLoads.get(name) || 0)) return false; // a later load's reply is shown
       appliedLoads.set(name, n);
       return true;
+    },
+    done(name) {
+      loading.delete(name);
+    },
+    busy(name) {
+      return loading.has(name);
     },
   };
 }

@@ -31,13 +31,10 @@ export function planRequestsInFlight(name) {
 
 const planRequestLoads = loadOrder();
 
-const planRequestsLoading = new Set();
-
 // loadPlanRequests reads the plan's planning requests, polling as
 // loadQuestions does.
 export async function loadPlanRequests(name, polling) {
-  if (polling && planRequestsLoading.has(name)) return;
-  planRequestsLoading.add(name);
+  if (polling && planRequestLoads.busy(name)) return;
   const n = planRequestLoads.next(name);
   try {
     const reply = await getJSON('/api/plan/requests?task=' + encodeURIComponent(name));
@@ -52,7 +49,7 @@ export async function loadPlanRequests(name, polling) {
       $('suggestion-list').replaceChildren(el('li', { className: 'error' }, 'The suggestions could not be read: ' + err.message));
     }
   } finally {
-    planRequestsLoading.delete(name);
+    planRequestLoads.done(name);
   }
 }
 
