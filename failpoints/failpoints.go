@@ -56,6 +56,7 @@ var Catalog = map[string]string{
 	"runner/before-mark-running":  "runs a scenario command after D's start returned, before pending → running",
 	"runner/before-publish":       "runs a scenario command after validation, right before the publication transaction",
 	"runner/before-retention":     "runs a scenario command right before retention clears a referenced file's row",
+	"runner/before-save-answer":   "runs a scenario command inside the off-loop work that saved an attempt's partial output, after the file is written, before the work's answer goes back to the loop (hold-answer keeps it back)",
 	"runner/before-diag-sizes":    "runs a scenario command after retention listed the diagnostics directory, before it reads each listed file's size",
 	"runner/before-run-continues": "runs a scenario command after a plan run's item freed its slot, before the run admits the next item",
 	"merge/before-final-reread":   "runs a scenario command after a merge's final GitHub check returned, before the irreversible boundary re-reads the state version, the review version and the closing flag",

@@ -140,6 +140,8 @@ type Coordinator struct {
 	slotsUsed     int                    // reserved or held slots
 	jobs          map[string]*job        // by plan key; at most one per task
 	markers       map[string]*marker     // by plan key; only startup recovery clears them
+	retaining     bool                   // a retention runs (retention.go)
+	retainAgain   bool                   // and another was asked for meanwhile
 	runs          map[string]*planRun    // by plan key; a plan run in progress (planrun.go)
 	owed          map[string]owedFinding // by plan key; safety findings whose save failed (owed.go)
 	unreleased    bool                   // D reported resources it could not remove: closed to new work

@@ -2,19 +2,14 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/ids"
-	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -75,7 +70,11 @@ func (c *Coordinator) exportPartial(j *job, done func(ref, exportErr string)) {
 			// loop is every coordinator's) and reports back.
 			var ref string
 			save := c.saveDiagnostic(j.attemptID)
-			c.goWork(func() { ref, err = save(data) }, func() {
+			c.goWork(func() {
+				if ref, err = save(data); err == nil {
+					c.fp.Hook("runner/before-save-answer")
+				}
+			}, func() {
 				if err != nil {
 					c.traceAttempt(j.attemptID, "export not saved %s: %v", j.attemptID, err)
 					finish("", words.PartialExportFailedBecause(err.Error()))
@@ -132,115 +131,6 @@ func writeDiagnostic(dir, attemptID, token string, now time.Time, data []byte) (
 	return name, nil
 }
 
-type diagFile struct {
-	name string
-	size int64
-	mod  int64
-}
-
-// retention keeps the diagnostics directory under its cap. Unreferenced
-// files go first, oldest first. Then the oldest referenced file: its row's
-// diagnostic_ref is cleared and noted in one transaction, and only after that
-// commit is the file deleted, so no row ever points at a missing file.
-//
-// A file of an attempt this coordinator still holds (a job, or a marker)
-// is not unreferenced yet: its export is saved before its terminal write
-// references it, and another attempt's retention may run in between (two
-// exports answered together). Removing it then would leave that row
-// pointing at a missing file.
-func (c *Coordinator) retention() {
-	dir := c.diagnosticsDir()
-	entries, err := c.listDiagnostics(dir)
-	if err != nil {
-		return // the listing may be incomplete: the next retention decides
-	}
-	c.fp.Hook("runner/before-diag-sizes")
-	var files []diagFile
-	var total int64
-	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".diff") {
-			continue // never follow a link or touch what is not ours
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		files = append(files, diagFile{e.Name(), info.Size(), info.ModTime().UnixNano()})
-		total += info.Size()
-	}
-	if total <= c.cfg.DiagnosticsCap {
-		return
-	}
-	sort.Slice(files, func(a, b int) bool {
-		if files[a].mod != files[b].mod {
-			return files[a].mod < files[b].mod
-		}
-		return files[a].name < files[b].name
-	})
-	var refs map[string]string
-	if err := c.deps.Store.View(func(tx *store.Tx) (err error) { refs, err = tx.DiagnosticRefs(); return err }); err != nil {
-		return
-	}
-	held := c.heldDiagnostics()
-	for _, f := range files {
-		if total <= c.cfg.DiagnosticsCap {
-			return
-		}
-		if _, ok := refs[f.name]; ok || held[f.name] {
-			continue
-		}
-		if err := os.Remove(filepath.Join(dir, f.name)); err == nil || errors.Is(err, fs.ErrNotExist) {
-			total -= f.size
-			c.trace("retention removed unreferenced %s", f.name)
-		}
-	}
-	for _, f := range files {
-		if total <= c.cfg.DiagnosticsCap {
-			return
-		}
-		attemptID, ok := refs[f.name]
-		if !ok {
-			continue
-		}
-		path := filepath.Join(dir, f.name)
-		c.fp.Hook("runner/before-retention")
-		if err := c.deps.Capability.Update(func(tx *store.Tx) error { return tx.ClearDiagnosticRef(attemptID) }); err != nil {
-			c.trace("retention could not clear %s: %v", f.name, err)
-			return
-		}
-		c.traceAttempt(attemptID, "retention cleared the reference to %s on %s", f.name, attemptID)
-		if err := os.Remove(path); err == nil || errors.Is(err, fs.ErrNotExist) {
-			total -= f.size
-			c.trace("retention removed referenced %s", f.name)
-		}
-	}
-}
-
-// listDiagnostics is os.ReadDir of the diagnostics directory. Failpoint
-// runner/diag-listing stands for a listing that fails after reading its
-// entries (an I/O error on the directory's last read): os.ReadDir then
-// returns what it read along with the error.
-func (c *Coordinator) listDiagnostics(dir string) ([]os.DirEntry, error) {
-	entries, err := os.ReadDir(dir)
-	if err == nil && c.fp.Fire("runner/diag-listing") {
-		err = errors.New("failpoint runner/diag-listing")
-	}
-	return entries, err
-}
-
 // DiagnosticsDir is where this runner saves partial output
 // (<diagnosticsDir or root>/<owner>/diagnostics), for the diff view.
 func (c *Coordinator) DiagnosticsDir() string { return c.diagnosticsDir() }
-
-// heldDiagnostics names the diagnostics files of the attempts this
-// coordinator still holds, whose terminal write may yet reference them.
-func (c *Coordinator) heldDiagnostics() map[string]bool {
-	held := make(map[string]bool, len(c.jobs)+len(c.markers))
-	for _, j := range c.jobs {
-		held[j.attemptID+".diff"] = true
-	}
-	for _, m := range c.markers {
-		held[m.attemptID+".diff"] = true
-	}
-	return held
-}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -87,6 +88,11 @@ type Loop struct {
 	draining bool
 
 	interleaving int // > 0 while a scenario hook runs inside an event
+
+	// Off-loop work: working is the Go item whose work runs now (nil
+	// between), answers the answers HoldAnswer kept back, in order.
+	working *goItem
+	answers []func()
 
 	// The crash-point sweep: the process dies right before event number
 	// CrashAt (1-based; 0: never), or when an event panics with Crash.
@@ -221,15 +227,50 @@ func (l *Loop) Interleave(hook func()) {
 // the events queued before it run first (another attempt's terminal
 // write between an export's save and its own, say: F-316). Events still
 // run one at a time, in queue order: the script, not the scheduler,
-// decides the order.
+// decides the order; HoldAnswer is how it keeps one answer back.
 func (l *Loop) Go(work func(), then func()) {
 	if l.crashed {
 		return
 	}
 	l.Post(func() {
+		item := &goItem{}
+		l.working = item
+		defer func() { l.working = nil }()
 		work()
+		if item.held {
+			l.answers = append(l.answers, then)
+			return
+		}
 		l.Post(then)
 	})
+}
+
+// goItem is one Go call's state while its work runs.
+type goItem struct{ held bool }
+
+// HoldAnswer keeps the answer of the off-loop work that runs now (a
+// scenario hook reached inside it) out of the queue until
+// ReleaseAnswers: on the production loop a goroutine may finish its work
+// and be slow to post, and everything else runs meanwhile (F-316: a saved
+// partial output whose terminal write waits).
+func (l *Loop) HoldAnswer() error {
+	if l.working == nil {
+		return errors.New("no off-loop work is running: hold-answer is for a hook inside one")
+	}
+	l.working.held = true
+	return nil
+}
+
+// ReleaseAnswers queues the held answers, in the order their work ran,
+// and drains; it returns how many there were.
+func (l *Loop) ReleaseAnswers() int {
+	answers := l.answers
+	l.answers = nil
+	for _, then := range answers {
+		l.Post(then)
+	}
+	l.Drain()
+	return len(answers)
 }
 
 // Drain runs queued events until none is left.
@@ -267,7 +308,7 @@ func (l *Loop) run(fn func()) {
 }
 
 func (l *Loop) die() {
-	l.crashed = true
+	l.crashed, l.answers = true, nil
 	l.mu.Lock()
 	l.queue = nil
 	l.mu.Unlock()

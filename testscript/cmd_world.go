@@ -40,6 +40,12 @@ func init() {
 		Command{Name: "at", Kind: Action, Words: true, Usage: "at HOOK COMMAND [ARGS...]",
 			Summary: "runs a scenario command once when the code reaches HOOK (a runner/before-… failpoint, or store/before-commit): something happened between two statements of one event; a scenario that uses it says in an '# interleaving:' header line which production interleaving that stands for, or that none exists and the guard is defence in depth",
 			Example: "at runner/before-publish cancel-task T1", Run: cmdAt},
+		Command{Name: "hold-answer", Kind: Action, Usage: "hold-answer",
+			Summary: "for an at hook inside off-loop work (a file write, say): that work's answer, the event it posts back to the loop, is kept back until release-answers, as a goroutine slow to post would keep it; everything else runs meanwhile",
+			Example: "at runner/before-save-answer hold-answer", Run: cmdHoldAnswer},
+		Command{Name: "release-answers", Kind: Action, Usage: "release-answers",
+			Summary: "posts the answers hold-answer kept back, in the order their work ran, and runs them; fails if there is none",
+			Example: "release-answers", Run: cmdReleaseAnswers},
 		Command{Name: "sql", Kind: Action, Keys: []Key{K("db", Text)}, Usage: "[!] sql [db=FILE] STATEMENT",
 			Summary: "runs raw SQL through a connection of its own, as another writer would: on the world's database file, or with db= on FILE (a real process's database); prints a query's rows, one line each, columns separated by a space, NULL for a null; with ! the statement must fail, its error on stderr",
 			Example: "sql 'UPDATE tasks SET status = ''needs amendment'''", Run: cmdSQL},
@@ -200,6 +206,24 @@ func cmdAt(ts *gts.TestScript, neg bool, a argSet) {
 		w.Loop.Interleave(func() { c.Run(ts, cmdNeg, ca) })
 	}); err != nil {
 		ts.Fatalf("%v", err)
+	}
+}
+
+func cmdHoldAnswer(ts *gts.TestScript, neg bool, a argSet) {
+	if neg || len(a.pos) != 0 {
+		ts.Fatalf("usage: hold-answer")
+	}
+	if err := get(ts).world(ts).Loop.HoldAnswer(); err != nil {
+		ts.Fatalf("hold-answer: %v", err)
+	}
+}
+
+func cmdReleaseAnswers(ts *gts.TestScript, neg bool, a argSet) {
+	if neg || len(a.pos) != 0 {
+		ts.Fatalf("usage: release-answers")
+	}
+	if get(ts).world(ts).Loop.ReleaseAnswers() == 0 {
+		ts.Fatalf("release-answers: no answer is held")
 	}
 }
 

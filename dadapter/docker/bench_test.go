@@ -23,10 +23,10 @@ import (
 // remove, volume remove) and a plain `docker run --rm`, in one run, with
 // the fake agent's succeed mode. The adapter's parts are timed apart too,
 // to say where its time goes: allocation seeds the storage from the
-// runner-owned repository (git on the host, a staging clone, the archive
+// runner-owned repository (git on the host, the staged commit, the archive
 // API) and makes a keeper, which the raw calls do not.
 //
-//	go test ./dadapter/docker -run '^$' -bench Attempt -benchtime 10x -count 5 | tee new.txt; benchstat new.txt
+//	go test ./dadapter/docker -run '^$' -bench Attempt/paired -benchtime 10x -count 8 | tee new.txt; benchstat new.txt
 func BenchmarkAttempt(b *testing.B) {
 	cli := dockertest.Client(b)
 	dockertest.Serial(b)
@@ -61,35 +61,27 @@ func BenchmarkAttempt(b *testing.B) {
 		}
 	})
 	b.Run("raw", func(b *testing.B) {
-		ctx := context.Background()
 		for b.Loop() {
-			v, err := cli.VolumeCreate(ctx, client.VolumeCreateOptions{Labels: map[string]string{dockertest.TestLabel: "bench"}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-				Config:     &container.Config{Image: agent, Cmd: []string{"succeed"}, Labels: map[string]string{dockertest.TestLabel: "bench"}},
-				HostConfig: &container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: v.Volume.Name, Target: "/task"}}},
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
-				b.Fatal(err)
-			}
-			w := cli.ContainerWait(ctx, c.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
-			select {
-			case <-w.Result:
-			case err := <-w.Error:
-				b.Fatal(err)
-			}
-			if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := cli.VolumeRemove(ctx, v.Volume.Name, client.VolumeRemoveOptions{}); err != nil {
-				b.Fatal(err)
-			}
+			benchRaw(b, cli, agent)
 		}
+	})
+	// paired alternates one adapter attempt and one raw one, so that the
+	// engine's drift over a run (it slows as its state grows) weighs on
+	// both alike: its ratio is the figure to quote.
+	b.Run("paired", func(b *testing.B) {
+		var adapter, raw time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			fs := benchAllocate(b, d, owner, src)
+			benchRun(b, d, fs, profile)
+			benchRemove(b, d, fs)
+			t1 := time.Now()
+			benchRaw(b, cli, agent)
+			adapter, raw = adapter+t1.Sub(t0), raw+time.Since(t1)
+		}
+		b.ReportMetric(float64(adapter.Nanoseconds())/float64(b.N), "adapter-ns/op")
+		b.ReportMetric(float64(raw.Nanoseconds())/float64(b.N), "raw-ns/op")
+		b.ReportMetric(float64(adapter)/float64(raw), "adapter/raw")
 	})
 	b.Run("docker-run-rm", func(b *testing.B) {
 		for b.Loop() {
@@ -98,6 +90,38 @@ func BenchmarkAttempt(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchRaw makes the engine calls of one attempt raw: volume create,
+// container create, start, wait, container remove, volume remove.
+func benchRaw(b *testing.B, cli *client.Client, agent string) {
+	ctx := context.Background()
+	v, err := cli.VolumeCreate(ctx, client.VolumeCreateOptions{Labels: map[string]string{dockertest.TestLabel: "bench"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config:     &container.Config{Image: agent, Cmd: []string{"succeed"}, Labels: map[string]string{dockertest.TestLabel: "bench"}},
+		HostConfig: &container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: v.Volume.Name, Target: "/task"}}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	w := cli.ContainerWait(ctx, c.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case <-w.Result:
+	case err := <-w.Error:
+		b.Fatal(err)
+	}
+	if _, err := cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cli.VolumeRemove(ctx, v.Volume.Name, client.VolumeRemoveOptions{}); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func benchAllocate(b *testing.B, d *D, owner string, src dadapter.Source) dadapter.TaskFilesystems {

@@ -4,7 +4,7 @@
 // makes kept in the runner-owned repository (dadapter/gitrepo).
 //
 // It speaks only the engine's API, never the host paths of its objects:
-// the clone goes into task storage and the partial output comes out of it
+// the staged commit goes into task storage and the partial output comes out of it
 // through the archive API, so the same adapter works against a remote
 // engine (DOCKER_HOST). Every object it makes carries the owner labels
 // (labels.go), and every cleanup proves ownership either by the Docker ID

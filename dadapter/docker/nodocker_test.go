@@ -328,7 +328,7 @@ func TestUncleanSaysWhyTheManifestCannotBeRead(t *testing.T) {
 }
 
 // TestWalkMetaFailsOnWhatItCannotRead: the metadata baseline and the seed
-// walk the staging clone's .git; a directory the walk cannot read (here one
+// walk the staged metadata; a directory the walk cannot read (here one
 // that is not there) fails the walk, never counts as empty metadata, whose
 // baseline would later match an agent's deleted .git.
 // Sweep mutant (seed 8675309, run after the sweep was stopped):
@@ -834,41 +834,131 @@ func TestAgentProfileEnvironmentNamesVariables(t *testing.T) {
 	}
 }
 
-// TestWorkEntriesAreTheWorkTreeButItsRoot: the work tree's entries are
-// its files, directories and links by their paths under the tree, owned
-// by the agent's user; the tree's root itself (written once by seedTar,
-// as /task) and the .git directory are not among them.
-// Sweep mutants (seed 1618): dadapter/docker/storage_ops.go:workEntries:drop-guard:a4623498
-// and workEntries:negate:fd14b672.
-func TestWorkEntriesAreTheWorkTreeButItsRoot(t *testing.T) {
-	clone := t.TempDir()
-	for name, data := range map[string]string{"README.md": "hi\n", "src/main.go": "package main\n", ".git/HEAD": "ref\n"} {
-		p := filepath.Join(clone, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+// TestWorkEntriesAreTheArchivesTree: the work tree's entries are the
+// archive's files, directories and links by their paths, owned by the
+// agent's user, with the modes the contract gives them (the archive's own
+// modes and owner are not kept); the archive's pax comment (the commit ID)
+// is not an entry.
+func TestWorkEntriesAreTheArchivesTree(t *testing.T) {
+	in := archiveOf(t, []*tar.Header{
+		{Typeflag: tar.TypeXGlobalHeader, Name: "pax_global_header", PAXRecords: map[string]string{"comment": strings.Repeat("a", 40)}},
+		{Typeflag: tar.TypeReg, Name: "README.md", Mode: 0o664, Size: 3},
+		{Typeflag: tar.TypeDir, Name: "src/", Mode: 0o775},
+		{Typeflag: tar.TypeReg, Name: "src/main.go", Mode: 0o600, Size: 3},
+		{Typeflag: tar.TypeReg, Name: "run.sh", Mode: 0o775, Size: 3},
+		{Typeflag: tar.TypeSymlink, Name: "link", Linkname: "README.md", Mode: 0o664},
+		{Typeflag: tar.TypeDir, Name: "sub/", Mode: 0o775}, // a submodule, empty as a checkout leaves it
+	})
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := workEntries(tw, clone, 1000, 1000); err != nil {
+	if err := workEntries(tw, bytes.NewReader(in), 1000, 1000); err != nil {
 		t.Fatal(err)
 	}
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var got []string
 	for _, h := range tarHeaders(t, buf.Bytes()) {
-		if h.Uid != 1000 || h.Gid != 1000 {
-			t.Errorf("%s owned by %d:%d, want the agent's 1000:1000", h.Name, h.Uid, h.Gid)
+		got = append(got, fmt.Sprintf("%s %c %#o %d:%d %s %d", h.Name, h.Typeflag, h.Mode, h.Uid, h.Gid, h.Linkname, h.Size))
+	}
+	want := []string{
+		"README.md 0 0644 1000:1000  3",
+		"src/ 5 0755 1000:1000  0",
+		"src/main.go 0 0644 1000:1000  3",
+		"run.sh 0 0755 1000:1000  3",
+		"link 2 0777 1000:1000 README.md 0",
+		"sub/ 5 0755 1000:1000  0",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("work entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestWorkEntriesRefuseWhatACheckoutWouldNot: the archive is git's, but
+// the tree is the user's, and git archive writes what a checkout refuses:
+// a name that would leave /task or land in the metadata, a name twice, a
+// name below a link, an entry of another kind. Each fails the seed,
+// naming the entry.
+func TestWorkEntriesRefuseWhatACheckoutWouldNot(t *testing.T) {
+	file := func(name string) *tar.Header {
+		return &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: 3}
+	}
+	for _, c := range []struct {
+		entries []*tar.Header
+		want    string
+	}{
+		{[]*tar.Header{file(".git/config")}, `".git/config" in the commit's archive has a part named .git`},
+		{[]*tar.Header{file("a/.GiT/hooks/x")}, `"a/.GiT/hooks/x" in the commit's archive has a part named .git`},
+		{[]*tar.Header{file("../x")}, `"../x" in the commit's archive is not a clean path below /task`},
+		{[]*tar.Header{file("/etc/passwd")}, `"/etc/passwd" in the commit's archive is not a clean path below /task`},
+		{[]*tar.Header{file("a/./b")}, `"a/./b" in the commit's archive is not a clean path below /task`},
+		{[]*tar.Header{file("a"), file("a")}, `"a" is twice in the commit's archive`},
+		{[]*tar.Header{{Typeflag: tar.TypeSymlink, Name: "d", Linkname: "/etc"}, file("d/passwd")}, `"d/passwd" in the commit's archive lies below the link "d"`},
+		{[]*tar.Header{{Typeflag: tar.TypeLink, Name: "h", Linkname: "README.md"}}, `"h" in the commit's archive is not a file, directory or link`},
+		{[]*tar.Header{{Typeflag: tar.TypeFifo, Name: "f"}}, `"f" in the commit's archive is not a file, directory or link`},
+	} {
+		err := workEntries(tar.NewWriter(io.Discard), bytes.NewReader(archiveOf(t, c.entries)), 1000, 1000)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want %q", c.entries[len(c.entries)-1].Name, err, c.want)
 		}
-		names = append(names, h.Name)
 	}
-	if want := []string{"README.md", "src/", "src/main.go"}; !slices.Equal(names, want) {
-		t.Errorf("work entries %q, want %q", names, want)
+	if err := workEntries(tar.NewWriter(io.Discard), strings.NewReader("not a tar, and not empty either: a corrupt archive"), 0, 0); err == nil {
+		t.Error("a corrupt archive was taken")
 	}
+}
+
+// TestWorkEntriesFailWithTheSeedsWriter: a seed whose copy into the
+// keeper ends (the engine closed the stream) fails at the entry it was
+// writing, header or content, never goes on as if the entry were written.
+func TestWorkEntriesFailWithTheSeedsWriter(t *testing.T) {
+	file := archiveOf(t, []*tar.Header{{Typeflag: tar.TypeReg, Name: "README.md", Mode: 0o644, Size: 3}})
+	dir := archiveOf(t, []*tar.Header{{Typeflag: tar.TypeDir, Name: "src/", Mode: 0o755}})
+	for _, c := range []struct {
+		what  string
+		in    []byte
+		limit int
+	}{{"a file's header", file, 0}, {"a file's content", file, 512}, {"a directory's header", dir, 0}} {
+		w := &failingWriter{limit: c.limit}
+		err := workEntries(tar.NewWriter(w), bytes.NewReader(c.in), 1000, 1000)
+		if !errors.Is(err, errStreamClosed) {
+			t.Errorf("writer failing at %s: %v; want its error", c.what, err)
+		}
+	}
+}
+
+var errStreamClosed = errors.New("the copy's stream is closed")
+
+// failingWriter takes limit bytes, then fails.
+type failingWriter struct{ limit, n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n+len(p) > w.limit {
+		return 0, errStreamClosed
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+// archiveOf writes headers as a tar, each regular file with "abc" as its
+// content.
+func archiveOf(t *testing.T, hs []*tar.Header) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range hs {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte("abc")[:h.Size]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // TestStartInputNeedsAnOwnerTokenAndAnAttemptID: Start refuses, before it

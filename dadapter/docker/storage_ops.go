@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -28,7 +29,8 @@ import (
 // the work tree, owned by the agent's user, in the work volume, and the git
 // metadata, owned by root, in the meta volume. The commit comes from the
 // runner-owned repository (the user's repository is only read, by a fetch),
-// through a staging clone on the host that is removed before done; every
+// staged on the host (gitrepo.Stage: its metadata, and its tree as a tar
+// that is never written out) in a directory removed before done; every
 // git call's process group is reported through onGroup.
 //
 // The allocation ID is the caller's ("Token in every request"): it is
@@ -133,11 +135,11 @@ func (a *allocation) run(ctx context.Context, src dadapter.Source, onGroup func(
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	base, clone, err := a.stage(ctx, src, onGroup)
+	base, staged, err := a.stage(ctx, src, onGroup)
 	if err != nil {
 		return nil, err
 	}
-	baseline, err := metadataBaseline(filepath.Join(clone, ".git"))
+	baseline, err := metadataBaseline(staged.GitDir)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +148,7 @@ func (a *allocation) run(ctx context.Context, src dadapter.Source, onGroup func(
 		return nil, err
 	}
 	s.keeper = a.keeper
-	if err := a.seed(ctx, clone); err != nil {
+	if err := a.seed(ctx, staged); err != nil {
 		return nil, err
 	}
 	if err := os.RemoveAll(a.staging); err != nil {
@@ -220,39 +222,40 @@ func (a *allocation) createVolume(k Kind) (string, error) {
 	return name, nil
 }
 
-// stage makes the staging clone of the commit: resolved (the user's HEAD
-// when src names none), materialized in the runner-owned repository and
-// cloned from there into <RunnerRoot>/<runner>/staging/<allocation>. A
-// staging directory that exists already is refused: it is another
-// allocation's under the same ID, or a crash's, and not this one's to take.
-func (a *allocation) stage(ctx context.Context, src dadapter.Source, onGroup func(dadapter.ProcessGroup)) (base, clone string, err error) {
+// stage stages the commit: resolved (the user's HEAD when src names
+// none), materialized in the runner-owned repository and staged from there
+// (gitrepo.Stage: its metadata and its tree as a tar) into
+// <RunnerRoot>/<runner>/staging/<allocation>. A staging directory that
+// exists already is refused: it is another allocation's under the same ID,
+// or a crash's, and not this one's to take.
+func (a *allocation) stage(ctx context.Context, src dadapter.Source, onGroup func(dadapter.ProcessGroup)) (base string, staged gitrepo.Staged, err error) {
 	repo, err := gitrepo.Open(ctx, a.d.opt.RunnerRoot, a.owner.RunnerOwner, src.Repository)
 	if err != nil {
-		return "", "", err
+		return "", staged, err
 	}
 	base = src.Commit
 	if base == "" {
 		if base, err = repo.ResolveHead(ctx); err != nil {
-			return "", "", err
+			return "", staged, err
 		}
 	}
 	if err := repo.Materialize(ctx, base, onGroup); err != nil {
-		return "", "", err
+		return "", staged, err
 	}
 	parent := filepath.Join(a.d.opt.RunnerRoot, a.owner.RunnerOwner, "staging")
 	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return "", "", fmt.Errorf("staging directory: %w", err)
+		return "", staged, fmt.Errorf("staging directory: %w", err)
 	}
 	dir := filepath.Join(parent, a.owner.AllocationID)
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", "", fmt.Errorf("staging directory: %w", err)
+		return "", staged, fmt.Errorf("staging directory: %w", err)
 	}
 	a.staging = dir
-	clone, err = repo.Clone(ctx, dir, base, onGroup)
+	staged, err = repo.Stage(ctx, dir, base, onGroup)
 	if err != nil {
-		return "", "", err
+		return "", staged, err
 	}
-	return base, clone, nil
+	return base, staged, nil
 }
 
 // createKeeper creates the keeper: a container that is never started and
@@ -296,18 +299,18 @@ func (a *allocation) createKeeper(ctx context.Context, s *storage) error {
 	return nil
 }
 
-// seed copies the staging clone into the volumes through the keeper: the
+// seed copies the staged commit into the volumes through the keeper: the
 // work tree, owned by the agent's user, into /task, and the metadata, owned
 // by root, into the meta volume, which the keeper mounts where the agent
 // does (/task/.git). It is one copy through the archive API: each copy
 // into a stopped container mounts its root and volumes afresh, and a
 // second copy cost about a tenth of an attempt (BenchmarkAttempt).
-func (a *allocation) seed(ctx context.Context, clone string) error {
+func (a *allocation) seed(ctx context.Context, staged gitrepo.Staged) error {
 	uid, gid, err := numericUser(a.d.opt.AgentUser)
 	if err != nil {
 		return err
 	}
-	if err := a.d.copyTo(ctx, a.keeper, taskDir, func(w io.Writer) error { return seedTar(w, clone, uid, gid) }); err != nil {
+	if err := a.d.copyTo(ctx, a.keeper, taskDir, func(w io.Writer) error { return seedTar(w, staged, uid, gid) }); err != nil {
 		return fmt.Errorf("seed %s: %w", taskDir, err)
 	}
 	return nil
@@ -316,15 +319,20 @@ func (a *allocation) seed(ctx context.Context, clone string) error {
 // seedTar writes the seed as one tar rooted at /task: the root-owned .git
 // (the meta volume's root) and the metadata under it (metaEntries), then
 // the work tree (workEntries).
-func seedTar(w io.Writer, clone string, uid, gid int) error {
+func seedTar(w io.Writer, staged gitrepo.Staged, uid, gid int) error {
 	tw := tar.NewWriter(w)
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: ".git/", Mode: 0o755}); err != nil {
 		return err
 	}
-	if err := metaEntries(tw, filepath.Join(clone, ".git"), ".git/"); err != nil {
+	if err := metaEntries(tw, staged.GitDir, ".git/"); err != nil {
 		return err
 	}
-	if err := workEntries(tw, clone, uid, gid); err != nil {
+	f, err := os.Open(staged.Archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := workEntries(tw, f, uid, gid); err != nil {
 		return err
 	}
 	return tw.Close()
@@ -406,11 +414,12 @@ func metadataBaseline(gitDir string) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// walkMeta walks what of a clone's .git is seeded, in lexical order,
+// walkMeta walks what of a git directory is seeded, in lexical order,
 // calling fn with each entry's slash-separated path. Reflogs (logs/) and
-// hooks are left out: the agent's git needs neither, the reflog names the
-// host's user, and hooks never run. Anything but a regular file or a
-// directory is refused: a fresh clone has none.
+// hooks are left out: the agent's git needs neither, a reflog names the
+// host's user, and hooks never run (gitrepo.Stage writes neither; the
+// rule stays for any git directory). Anything but a regular file or a
+// directory is refused: staged metadata has none.
 func walkMeta(gitDir string, fn func(rel string, d fs.DirEntry) error) error {
 	return filepath.WalkDir(gitDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -451,41 +460,79 @@ func metaEntries(tw *tar.Writer, gitDir, prefix string) error {
 	})
 }
 
-// workEntries writes the clone's work tree, but its .git, owned by
-// uid:gid: files 0644 (0755 when executable), directories 0755, links as
-// they are.
-func workEntries(tw *tar.Writer, clone string, uid, gid int) error {
-	return filepath.WalkDir(clone, func(p string, d fs.DirEntry, err error) error {
+// workEntries writes the work tree from the commit's archive (what git
+// archive wrote), owned by uid:gid: files 0644 (0755 when executable),
+// directories 0755 (a submodule's empty one too, as a checkout makes it),
+// links as they are. The archive is git's, but the tree is the user's: a
+// name that would leave /task or land in the metadata (a part named .git
+// in any case), a name given twice or one below a link (which only a
+// malformed tree has, and a checkout refuses too) fails the seed, and so
+// does any other kind of entry.
+func workEntries(tw *tar.Writer, archive io.Reader, uid, gid int) error {
+	tr := tar.NewReader(archive)
+	seen := map[string]byte{} // name → its type
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
 		if err != nil {
+			return fmt.Errorf("the commit's archive: %w", err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			continue // the commit ID, as a pax comment
+		}
+		name := strings.TrimSuffix(h.Name, "/")
+		if err := checkWorkName(name, seen); err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(clone, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if rel == ".git" {
-			return fs.SkipDir
-		}
-		mode := int64(0o644)
-		switch {
-		case d.IsDir():
-			mode = 0o755
-		case d.Type()&fs.ModeSymlink != 0:
-			mode = 0o777
-		case d.Type().IsRegular():
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			if info.Mode().Perm()&0o111 != 0 {
-				mode = 0o755
+		seen[name] = h.Typeflag
+		out := &tar.Header{Name: name, Uid: uid, Gid: gid, ModTime: h.ModTime, Format: tar.FormatPAX}
+		switch h.Typeflag {
+		case tar.TypeDir:
+			out.Typeflag, out.Name, out.Mode = tar.TypeDir, name+"/", 0o755
+		case tar.TypeSymlink:
+			out.Typeflag, out.Linkname, out.Mode = tar.TypeSymlink, h.Linkname, 0o777
+		case tar.TypeReg:
+			out.Typeflag, out.Size, out.Mode = tar.TypeReg, h.Size, 0o644
+			if h.Mode&0o111 != 0 {
+				out.Mode = 0o755
 			}
 		default:
-			return fmt.Errorf("%s in the clone is not a file, directory or link", rel)
+			return fmt.Errorf("%.200q in the commit's archive is not a file, directory or link (type %q)", name, h.Typeflag)
 		}
-		return tarEntry(tw, clone, rel, rel, d, mode, uid, gid)
-	})
+		if err := tw.WriteHeader(out); err != nil {
+			return err
+		}
+		if out.Typeflag == tar.TypeReg {
+			if _, err := io.Copy(tw, tr); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// checkWorkName refuses a work tree name that is not a relative path
+// below /task, that has a part git takes for its metadata, that seen (the
+// names before it) has already, or that lies below one of seen's links.
+func checkWorkName(name string, seen map[string]byte) error {
+	if !filepath.IsLocal(name) || filepath.Clean(name) != name {
+		return fmt.Errorf("%.200q in the commit's archive is not a clean path below %s", name, taskDir)
+	}
+	if _, ok := seen[name]; ok {
+		return fmt.Errorf("%.200q is twice in the commit's archive", name)
+	}
+	for part := range strings.SplitSeq(name, "/") {
+		if strings.EqualFold(part, ".git") {
+			return fmt.Errorf("%.200q in the commit's archive has a part named .git", name)
+		}
+	}
+	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+		if seen[dir] == tar.TypeSymlink {
+			return fmt.Errorf("%.200q in the commit's archive lies below the link %.200q", name, dir)
+		}
+	}
+	return nil
 }
 
 // tarEntry writes one entry of root/rel with the given mode and owner.

@@ -54,6 +54,9 @@ func Open(ctx context.Context, runnerRoot, runnerOwner, userRepo string) (*Repo,
 	if _, err := r.git(ctx, place{}, nil, "init", "--quiet", "--bare", "--shared=0600", "--", r.path); err != nil {
 		return nil, fmt.Errorf("gitrepo: create the runner-owned repository %s: %w", r.path, err)
 	}
+	if err := r.writeAttributes(); err != nil {
+		return nil, fmt.Errorf("gitrepo: the runner-owned repository's attributes: %w", err)
+	}
 	return r, nil
 }
 
