@@ -23,7 +23,8 @@ type Repo struct {
 
 // Open opens the runner-owned repository for userRepo, creating it and the
 // directories above it (0700) when missing. It is idempotent: an existing
-// repository keeps its objects and refs. It refuses, with ErrNotOwnerOnly,
+// repository keeps its objects and refs, and one that a crash left
+// half-made (without its attributes, written last) is made whole. It refuses, with ErrNotOwnerOnly,
 // a directory on the way (runnerRoot included) that is not owned by the
 // current user or is writable by group or others, because whoever can write
 // there can plant the commits codeboost later trusts.
@@ -47,6 +48,13 @@ func Open(ctx context.Context, runnerRoot, runnerOwner, userRepo string) (*Repo,
 	r := &Repo{path: filepath.Join(repos, repoName(userRepo)), userRepo: userRepo, bin: bin}
 	if err := ensureOwnerOnly(runnerRoot, r.path); err != nil {
 		return nil, fmt.Errorf("gitrepo: %w", err)
+	}
+	// The attributes are written once init has succeeded, so finding
+	// them proves a whole repository: init is then not run again (a git
+	// call is a good part of an allocation's time; BenchmarkAttempt in
+	// dadapter/docker).
+	if r.hasAttributes() {
+		return r, nil
 	}
 	// --shared=0600 keeps what git creates inside owner-only whatever the
 	// umask. Re-running init on an existing repository only adds what is

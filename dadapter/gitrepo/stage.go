@@ -75,10 +75,10 @@ const archiveAttributes = "* -export-ignore -export-subst\n"
 // already: into a new file renamed over the old, so that a concurrent Open
 // or archive never reads half of it.
 func (r *Repo) writeAttributes() error {
-	p := filepath.Join(r.path, "info", "attributes")
-	if b, err := os.ReadFile(p); err == nil && string(b) == archiveAttributes {
+	if r.hasAttributes() {
 		return nil
 	}
+	p := r.attributesPath()
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
@@ -95,6 +95,14 @@ func (r *Repo) writeAttributes() error {
 	}
 	return err
 }
+
+// hasAttributes reports whether info/attributes is archiveAttributes.
+func (r *Repo) hasAttributes() bool {
+	b, err := os.ReadFile(r.attributesPath())
+	return err == nil && string(b) == archiveAttributes
+}
+
+func (r *Repo) attributesPath() string { return filepath.Join(r.path, "info", "attributes") }
 
 // newGitDir makes the smallest git directory git accepts (HEAD, objects,
 // refs, a config) with HEAD detached at commit. bare = false: the agent's

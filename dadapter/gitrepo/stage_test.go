@@ -191,6 +191,42 @@ func TestOpenRestoresTheArchiveAttributes(t *testing.T) {
 	}
 }
 
+// A runner-owned repository that a crash left half-made (init stopped
+// before the attributes were written) is made whole by the next Open; a
+// whole one is not initialized again.
+func TestOpenFinishesAHalfMadeRepository(t *testing.T) {
+	u := newUserRepo(t)
+	root := t.TempDir()
+	r, err := Open(context.Background(), root, owner, u.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := filepath.Join(r.Path(), "refs")
+	if err := os.RemoveAll(refs); err != nil {
+		t.Fatal(err)
+	}
+	// Whole (its attributes are there): init does not run, so nothing
+	// puts refs back.
+	if _, err := Open(context.Background(), root, owner, u.dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(refs); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("refs after Open of a whole repository: %v, want init not run again", err)
+	}
+	if err := os.Remove(r.attributesPath()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(context.Background(), root, owner, u.dir); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(refs); err != nil || !fi.IsDir() {
+		t.Errorf("refs after Open of a half-made repository: %v, want it made again", err)
+	}
+	if !r.hasAttributes() {
+		t.Error("the attributes were not written")
+	}
+}
+
 // extract unpacks a tar into a new directory, refusing any name that
 // would leave it.
 func extract(t *testing.T, archive string) string {
