@@ -31,6 +31,7 @@ import (
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/dtest"
+	"github.com/codeboost/codeboost/dadapter/gitrepo"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -937,6 +938,61 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 	}
 	w.n += len(p)
 	return len(p), nil
+}
+
+// TestSeedTarFailsWithItsParts: the seed is the staged metadata and the
+// staged tree; a part that cannot be read (metadata gone, archive gone,
+// archive corrupt) fails the seed with that part's error, never seeds
+// storage without it.
+func TestSeedTarFailsWithItsParts(t *testing.T) {
+	staged := func(t *testing.T) gitrepo.Staged {
+		dir := t.TempDir()
+		s := gitrepo.Staged{GitDir: filepath.Join(dir, "meta"), Archive: filepath.Join(dir, "work.tar")}
+		if err := os.MkdirAll(filepath.Join(s.GitDir, "objects"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.GitDir, "HEAD"), []byte(strings.Repeat("a", 40)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(s.Archive, archiveOf(t, []*tar.Header{{Typeflag: tar.TypeReg, Name: "README.md", Mode: 0o644, Size: 3}}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	whole := staged(t)
+	var buf bytes.Buffer
+	if err := seedTar(&buf, whole, 1000, 1000); err != nil {
+		t.Fatalf("seedTar of whole staged parts: %v", err)
+	}
+	var names []string
+	for _, h := range tarHeaders(t, buf.Bytes()) {
+		names = append(names, h.Name)
+	}
+	if want := []string{".git/", ".git/HEAD", ".git/objects/", "README.md"}; !slices.Equal(names, want) {
+		t.Errorf("seed entries %q, want %q", names, want)
+	}
+
+	noMeta := staged(t)
+	if err := os.RemoveAll(noMeta.GitDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := seedTar(io.Discard, noMeta, 1000, 1000); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("seedTar without the metadata: %v; want the walk's not-exist error", err)
+	}
+	noArchive := staged(t)
+	if err := os.Remove(noArchive.Archive); err != nil {
+		t.Fatal(err)
+	}
+	if err := seedTar(io.Discard, noArchive, 1000, 1000); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("seedTar without the archive: %v; want the open's not-exist error", err)
+	}
+	corrupt := staged(t)
+	if err := os.WriteFile(corrupt.Archive, []byte(strings.Repeat("not a tar ", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := seedTar(io.Discard, corrupt, 1000, 1000); err == nil || !strings.Contains(err.Error(), "the commit's archive") {
+		t.Errorf("seedTar of a corrupt archive: %v; want the archive's error", err)
+	}
 }
 
 // archiveOf writes headers as a tar, each regular file with "abc" as its
