@@ -186,8 +186,8 @@ func (s *Sweep) CollectCoverage(ctx context.Context, cov *Coverage, progress fun
 	defer os.RemoveAll(dir)
 	pkgs := coverPkgs(module, cov.Dirs)
 	for _, st := range s.stages {
-		names := s.units[st.Pkg]
-		if _, ok := cov.Stages[st.Pkg]; ok || len(names) == 0 {
+		names := s.units[st.Key()]
+		if _, ok := cov.Stages[st.Key()]; ok || len(names) == 0 {
 			continue
 		}
 		start := time.Now()
@@ -206,7 +206,7 @@ func (s *Sweep) CollectCoverage(ctx context.Context, cov *Coverage, progress fun
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		cov.Stages[st.Pkg] = units
+		cov.Stages[st.Key()] = units
 		if progress != nil {
 			files := map[string]bool{}
 			for _, u := range units {
@@ -214,7 +214,7 @@ func (s *Sweep) CollectCoverage(ctx context.Context, cov *Coverage, progress fun
 					files[f] = true
 				}
 			}
-			progress(st.Pkg, len(units), len(files), time.Since(start))
+			progress(st.Key(), len(units), len(files), time.Since(start))
 		}
 	}
 	return nil

@@ -82,7 +82,11 @@
 // of skipping; such a failure ("no Docker daemon answers") is an error,
 // not a kill, and the baseline refuses a stage that ran no test at all or
 // skipped one for want of an engine. A skip never kills: only a failing
-// test that ran does.
+// test that ran does. Before its Docker run, dadapter/docker's own binary
+// runs once with no engine to reach (a NoEngine stage: DOCKER_HOST names a
+// socket that cannot exist, and the variable is empty): its engineless
+// tests run and its Docker tests skip at once, so a mutant those tests
+// kill costs seconds, not a turn of the machine's Docker lock.
 //
 // # Choosing the tests by coverage
 //

@@ -36,6 +36,25 @@ type Stage struct {
 	// Split says its units of coverage are Run's subtests (each scenario of
 	// TestScenarios), not its top-level tests.
 	Split bool
+	// NoEngine runs a Docker suite's binary with no engine to reach: its
+	// engineless tests run, its Docker tests skip at once. It comes before
+	// the Docker stage of the same package, so that a mutant those tests
+	// kill costs seconds instead of a turn of the machine's Docker lock.
+	NoEngine bool
+}
+
+// noEngineHost is the DOCKER_HOST of a NoEngine stage: a socket that
+// cannot exist, so the client's ping fails at once.
+const noEngineHost = "unix:///nonexistent/codeboost-mutate-no-engine.sock"
+
+// Key names the stage in the sweep's tables (baseline units, timeouts,
+// coverage): its package, and "(no engine)" for a NoEngine stage, which
+// shares the package with the Docker stage after it.
+func (st Stage) Key() string {
+	if st.NoEngine {
+		return st.Pkg + " (no engine)"
+	}
+	return st.Pkg
 }
 
 // env is what the stage's test binary runs with besides the environment.
@@ -44,8 +63,11 @@ type Stage struct {
 // RequireDockerEnv=1 (as CI's make test does), or its baseline would fail
 // on a machine without an engine and a skip would count as a kill.
 func (st Stage) env() []string {
-	if st.Docker {
+	switch {
+	case st.Docker:
 		return []string{RequireDockerEnv + "=1"}
+	case st.NoEngine:
+		return []string{RequireDockerEnv + "=", "DOCKER_HOST=" + noEngineHost}
 	}
 	return []string{RequireDockerEnv + "="}
 }
@@ -121,7 +143,7 @@ func (s *Sweep) UseCoverage(c *Coverage) { s.cov = c }
 // timeout is st's binary's timeout: its baseline's, or else opts.Timeout,
 // at least MinTimeout, and a Docker stage's at least DockerMinTimeout.
 func (s *Sweep) timeout(st Stage) time.Duration {
-	if to := s.timeouts[st.Pkg]; to != 0 {
+	if to := s.timeouts[st.Key()]; to != 0 {
 		return to
 	}
 	to := max(MinTimeout, s.opts.Timeout)
@@ -143,8 +165,8 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 	seen := map[string]bool{}
 	for _, m := range ms {
 		for _, st := range opts.Stages(m) {
-			if !seen[st.Pkg] {
-				seen[st.Pkg] = true
+			if !seen[st.Key()] {
+				seen[st.Key()] = true
 				stages = append(stages, st)
 			}
 		}
@@ -168,8 +190,8 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 			return nil, nil, err
 		}
 		s.stages = append(s.stages, st)
-		s.units[st.Pkg] = unitsOf(st, res.Passed)
-		took[st.Pkg] = time.Since(start)
+		s.units[st.Key()] = unitsOf(st, res.Passed)
+		took[st.Key()] = time.Since(start)
 		if failedRun(res) {
 			return nil, nil, fmt.Errorf("%s fails on the unmutated tree (%s): fix it before sweeping\n%s", st.Pkg, firstFailed(res), tail(res.Output, 30))
 		}
@@ -178,12 +200,12 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 		}
 		to := opts.Timeout
 		if to == 0 {
-			to = max(MinTimeout, 5*took[st.Pkg]).Round(time.Second)
+			to = max(MinTimeout, 5*took[st.Key()]).Round(time.Second)
 		}
 		if st.Docker {
 			to = max(to, DockerMinTimeout)
 		}
-		s.timeouts[st.Pkg] = to
+		s.timeouts[st.Key()] = to
 	}
 	return s, took, nil
 }
@@ -374,18 +396,18 @@ func (s *Sweep) pass(ctx context.Context, m Mutant, cov *Coverage, overlay, dir 
 		flags, name = append(flags, "-race"), "race: "
 	}
 	for _, st := range s.opts.Stages(m) {
-		if tests, ok := cov.Select(st.Pkg, m); ok {
+		if tests, ok := cov.Select(st.Key(), m); ok {
 			if len(tests) == 0 {
-				r.Steps = append(r.Steps, fmt.Sprintf("%sskip %s: no test enters %s", name, st.Pkg, m.Func))
+				r.Steps = append(r.Steps, fmt.Sprintf("%sskip %s: no test enters %s", name, st.Key(), m.Func))
 				continue
 			}
 			st.Run = mutant.Pattern(tests)
-			r.Steps = append(r.Steps, fmt.Sprintf("%sselect %s: %d tests", name, st.Pkg, len(tests)))
+			r.Steps = append(r.Steps, fmt.Sprintf("%sselect %s: %d tests", name, st.Key(), len(tests)))
 		}
 		bin := filepath.Join(dir, binName(st.Pkg))
 		t0 := time.Now()
 		err := mutant.BuildTestFlags(ctx, s.opts.Root, st.Pkg, overlay, bin, flags...)
-		r.Steps = append(r.Steps, fmt.Sprintf("%sbuild %s %.1fs", name, st.Pkg, time.Since(t0).Seconds()))
+		r.Steps = append(r.Steps, fmt.Sprintf("%sbuild %s %.1fs", name, st.Key(), time.Since(t0).Seconds()))
 		if err != nil {
 			if ctx.Err() != nil {
 				r.Verdict, r.Detail = Error, "interrupted"
@@ -406,7 +428,7 @@ func (s *Sweep) pass(ctx context.Context, m Mutant, cov *Coverage, overlay, dir 
 		rctx, cancel := context.WithTimeout(ctx, to+30*time.Second)
 		t0 = time.Now()
 		res, err := s.runStage(rctx, st, bin, overlay, to, nil)
-		r.Steps = append(r.Steps, fmt.Sprintf("%srun %s %.1fs", name, st.Pkg, time.Since(t0).Seconds()))
+		r.Steps = append(r.Steps, fmt.Sprintf("%srun %s %.1fs", name, st.Key(), time.Since(t0).Seconds()))
 		expired := rctx.Err() != nil
 		cancel()
 		os.Remove(bin)

@@ -53,14 +53,20 @@ var dockerDirs = map[string]bool{"dadapter/docker": true}
 // kills fast: its package's own tests, then the ones killers lists for its
 // directory. A directory killers does not list gets the scenarios and the
 // simulator.
+//
+// A Docker suite's own tests run twice: first with no engine to reach
+// (its engineless tests; the Docker ones skip at once), then on Docker.
 func Stages(m Mutant) []Stage {
 	dir := path.Dir(m.File)
-	own := Stage{Pkg: m.Pkg(), Run: ".", Docker: dockerDirs[dir]}
+	own := []Stage{{Pkg: m.Pkg(), Run: ".", Docker: dockerDirs[dir]}}
+	if dockerDirs[dir] {
+		own = []Stage{{Pkg: m.Pkg(), Run: ".", NoEngine: true}, own[0]}
+	}
 	more, ok := killers[dir]
 	if !ok {
 		more = []Stage{stScenarios, stSim}
 	}
-	return append([]Stage{own}, more...)
+	return append(own, more...)
 }
 
 // PackageOf is the package a result's mutant belongs to, as "store" or

@@ -20,7 +20,14 @@ func TestStagesPerPackage(t *testing.T) {
 	for _, d := range Dirs {
 		m := Mutant{ID: d + "/x.go:F:negate:0", File: d + "/x.go"}
 		sts := Stages(m)
-		if sts[0].Pkg != "./"+d || sts[0].Docker != (d == "dadapter/docker") {
+		if d == "dadapter/docker" {
+			// A Docker suite's own tests run first with no engine.
+			if sts[0] != (Stage{Pkg: "./" + d, Run: ".", NoEngine: true}) || sts[0].Key() == sts[1].Key() {
+				t.Errorf("%s: first stage %+v, want its own tests with no engine, under a key of its own", d, sts[0])
+			}
+			sts = sts[1:]
+		}
+		if sts[0].Pkg != "./"+d || sts[0].Docker != (d == "dadapter/docker") || sts[0].NoEngine {
 			t.Errorf("%s: first stage %+v, want its own tests", d, sts[0])
 		}
 		if _, ok := killers[d]; !ok {
@@ -45,6 +52,22 @@ func TestStagesPerPackage(t *testing.T) {
 		if !slices.Contains(Dirs, d) {
 			t.Errorf("killers lists %s, which is not mutated", d)
 		}
+	}
+}
+
+// A NoEngine stage reaches no engine and does not require one: its Docker
+// tests skip, whatever the sweep's own environment says; a Docker stage
+// requires one.
+func TestStageEnvironments(t *testing.T) {
+	noEngine := Stage{Pkg: "./dadapter/docker", NoEngine: true}.env()
+	if !slices.Contains(noEngine, RequireDockerEnv+"=") || !slices.Contains(noEngine, "DOCKER_HOST="+noEngineHost) {
+		t.Errorf("NoEngine stage env %q", noEngine)
+	}
+	if docker := (Stage{Pkg: "./e2e", Docker: true}).env(); !slices.Equal(docker, []string{RequireDockerEnv + "=1"}) {
+		t.Errorf("Docker stage env %q", docker)
+	}
+	if plain := (Stage{Pkg: "./store"}).env(); !slices.Equal(plain, []string{RequireDockerEnv + "="}) {
+		t.Errorf("plain stage env %q", plain)
 	}
 }
 
