@@ -42,7 +42,7 @@ func init() {
 			Example: "at runner/before-publish cancel-task T1", Run: cmdAt},
 		Command{Name: "hold-answer", Kind: Action, Usage: "hold-answer",
 			Summary: "for an at hook inside off-loop work (a file write, say): that work's answer, the event it posts back to the loop, is kept back until release-answers, as a goroutine slow to post would keep it; everything else runs meanwhile",
-			Example: "at runner/before-save-answer hold-answer", Run: cmdHoldAnswer},
+			Example: "hold-answer", Run: cmdHoldAnswer},
 		Command{Name: "release-answers", Kind: Action, Usage: "release-answers",
 			Summary: "posts the answers hold-answer kept back, in the order their work ran, and runs them; fails if there is none",
 			Example: "release-answers", Run: cmdReleaseAnswers},
