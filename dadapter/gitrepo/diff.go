@@ -192,8 +192,7 @@ func (r *Repo) blobSizes(ctx context.Context, ids []string) (map[string]int64, e
 		if err != nil {
 			return nil, err
 		}
-		res := procgroup.Run(ctx, r.bin.env, r.bin.argv(r.path, bareAt(r.path),
-			[]string{"cat-file", "--batch-check=%(objectsize)"}), procgroup.Options{Stdin: f}, nil)
+		res := r.startIn(ctx, bareAt(r.path), f, nil, "cat-file", "--batch-check=%(objectsize)")
 		f.Close()
 		if err := failure(ctx, "cat-file", res); err != nil {
 			return nil, err

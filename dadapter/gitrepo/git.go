@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -83,7 +84,13 @@ func (b gitBin) argv(home string, at place, args []string) []string {
 
 // start runs one git call to the end, or until ctx ends.
 func (r *Repo) start(ctx context.Context, at place, onGroup func(dadapter.ProcessGroup), args ...string) procgroup.Result {
-	return procgroup.Run(ctx, r.bin.env, r.bin.argv(r.path, at, args), procgroup.Options{}, onGroup)
+	return r.startIn(ctx, at, nil, onGroup, args...)
+}
+
+// startIn is start with stdin as the call's standard input (nil: the null
+// device).
+func (r *Repo) startIn(ctx context.Context, at place, stdin *os.File, onGroup func(dadapter.ProcessGroup), args ...string) procgroup.Result {
+	return procgroup.Run(ctx, r.bin.env, r.bin.argv(r.path, at, args), procgroup.Options{Stdin: stdin}, onGroup)
 }
 
 // git runs one call and returns its standard output, or an error naming the

@@ -24,10 +24,11 @@ type Repo struct {
 // Open opens the runner-owned repository for userRepo, creating it and the
 // directories above it (0700) when missing. It is idempotent: an existing
 // repository keeps its objects and refs, and one that a crash left
-// half-made (without its attributes, written last) is made whole. It refuses, with ErrNotOwnerOnly,
-// a directory on the way (runnerRoot included) that is not owned by the
-// current user or is writable by group or others, because whoever can write
-// there can plant the commits codeboost later trusts.
+// half-made (without its attributes, written last) is made whole. It
+// refuses, with ErrNotOwnerOnly, a directory on the way (runnerRoot
+// included) that is not owned by the current user or is writable by group
+// or others, because whoever can write there can plant the commits
+// codeboost later trusts.
 func Open(ctx context.Context, runnerRoot, runnerOwner, userRepo string) (*Repo, error) {
 	if !filepath.IsAbs(runnerRoot) {
 		return nil, fmt.Errorf("gitrepo: runner root %q is not an absolute path", bounded(runnerRoot))

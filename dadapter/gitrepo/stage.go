@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/codeboost/codeboost/dadapter"
-	"github.com/codeboost/codeboost/dadapter/procgroup"
 )
 
 // Staged is what task storage is seeded with, as Stage wrote it.
@@ -71,29 +70,23 @@ func (r *Repo) Stage(ctx context.Context, dir, commit string, onGroup func(dadap
 // both apply, text and eol conversion, are the same for a checkout.
 const archiveAttributes = "* -export-ignore -export-subst\n"
 
-// writeAttributes writes info/attributes when it is not archiveAttributes
-// already: into a new file renamed over the old, so that a concurrent Open
-// or archive never reads half of it.
+// writeAttributes writes info/attributes: into a new owner-only file
+// (writeTemp) renamed over the old, so that a concurrent Open or archive
+// never reads half of it.
 func (r *Repo) writeAttributes() error {
-	if r.hasAttributes() {
-		return nil
-	}
 	p := r.attributesPath()
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), "attributes-")
+	tmp, err := r.writeTemp("attributes-", []byte(archiveAttributes))
 	if err != nil {
 		return err
 	}
-	_, err = f.WriteString(archiveAttributes)
-	if err = errors.Join(err, f.Close()); err == nil {
-		err = os.Rename(f.Name(), p)
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
 	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return nil
 }
 
 // hasAttributes reports whether info/attributes is archiveAttributes.
@@ -139,6 +132,6 @@ func (r *Repo) gitFed(ctx context.Context, at place, onGroup func(dadapter.Proce
 	if err = errors.Join(err, pw.Close()); err != nil {
 		return nil, fmt.Errorf("git %s: its input: %w", args[0], err)
 	}
-	res := procgroup.Run(ctx, r.bin.env, r.bin.argv(r.path, at, args), procgroup.Options{Stdin: pr}, onGroup)
+	res := r.startIn(ctx, at, pr, onGroup, args...)
 	return res.Stdout, failure(ctx, args[0], res)
 }

@@ -176,10 +176,14 @@ func Baseline(ctx context.Context, opts Options, ms []Mutant) (*Sweep, map[strin
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
+	built := map[string]bool{} // a NoEngine stage and the Docker stage after it share one binary
 	for _, st := range stages {
 		bin := filepath.Join(dir, binName(st.Pkg))
-		if err := mutant.BuildTestFlags(ctx, opts.Root, st.Pkg, "", bin, "-vet=off", "-ldflags=-s -w"); err != nil {
-			return nil, nil, err
+		if !built[bin] {
+			if err := mutant.BuildTestFlags(ctx, opts.Root, st.Pkg, "", bin, "-vet=off", "-ldflags=-s -w"); err != nil {
+				return nil, nil, err
+			}
+			built[bin] = true
 		}
 		if _, err := os.Stat(bin); err != nil {
 			continue // no test files: nothing to run, and nothing to time
@@ -395,6 +399,7 @@ func (s *Sweep) pass(ctx context.Context, m Mutant, cov *Coverage, overlay, dir 
 	if race {
 		flags, name = append(flags, "-race"), "race: "
 	}
+	built := map[string]bool{} // a NoEngine stage and the Docker stage after it share one binary
 	for _, st := range s.opts.Stages(m) {
 		if tests, ok := cov.Select(st.Key(), m); ok {
 			if len(tests) == 0 {
@@ -405,16 +410,19 @@ func (s *Sweep) pass(ctx context.Context, m Mutant, cov *Coverage, overlay, dir 
 			r.Steps = append(r.Steps, fmt.Sprintf("%sselect %s: %d tests", name, st.Key(), len(tests)))
 		}
 		bin := filepath.Join(dir, binName(st.Pkg))
-		t0 := time.Now()
-		err := mutant.BuildTestFlags(ctx, s.opts.Root, st.Pkg, overlay, bin, flags...)
-		r.Steps = append(r.Steps, fmt.Sprintf("%sbuild %s %.1fs", name, st.Key(), time.Since(t0).Seconds()))
-		if err != nil {
-			if ctx.Err() != nil {
-				r.Verdict, r.Detail = Error, "interrupted"
+		if !built[bin] {
+			t0 := time.Now()
+			err := mutant.BuildTestFlags(ctx, s.opts.Root, st.Pkg, overlay, bin, flags...)
+			r.Steps = append(r.Steps, fmt.Sprintf("%sbuild %s %.1fs", name, st.Pkg, time.Since(t0).Seconds()))
+			if err != nil {
+				if ctx.Err() != nil {
+					r.Verdict, r.Detail = Error, "interrupted"
+					return false
+				}
+				r.Verdict, r.By, r.Detail = Invalid, st.Pkg, tail(err.Error(), 12)
 				return false
 			}
-			r.Verdict, r.By, r.Detail = Invalid, st.Pkg, tail(err.Error(), 12)
-			return false
+			built[bin] = true
 		}
 		if _, err := os.Stat(bin); err != nil {
 			continue // no test files
@@ -426,7 +434,7 @@ func (s *Sweep) pass(ctx context.Context, m Mutant, cov *Coverage, overlay, dir 
 		// The binary stops itself at its -test.timeout; the context is the
 		// backstop for one that cannot (a hung process it started).
 		rctx, cancel := context.WithTimeout(ctx, to+30*time.Second)
-		t0 = time.Now()
+		t0 := time.Now()
 		res, err := s.runStage(rctx, st, bin, overlay, to, nil)
 		r.Steps = append(r.Steps, fmt.Sprintf("%srun %s %.1fs", name, st.Key(), time.Since(t0).Seconds()))
 		expired := rctx.Err() != nil
