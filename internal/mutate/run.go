@@ -399,8 +399,14 @@ func (s *Sweep) pass(ctx context.Context, m Mutant, cov *Coverage, overlay, dir 
 	if race {
 		flags, name = append(flags, "-race"), "race: "
 	}
-	built := map[string]bool{} // a NoEngine stage and the Docker stage after it share one binary
-	for _, st := range s.opts.Stages(m) {
+	stages := s.opts.Stages(m)
+	// A NoEngine stage and the Docker stage after it share one binary: it
+	// is built for the first and removed after the last.
+	built, last := map[string]bool{}, map[string]int{}
+	for i, st := range stages {
+		last[binName(st.Pkg)] = i
+	}
+	for i, st := range stages {
 		if tests, ok := cov.Select(st.Key(), m); ok {
 			if len(tests) == 0 {
 				r.Steps = append(r.Steps, fmt.Sprintf("%sskip %s: no test enters %s", name, st.Key(), m.Func))
@@ -439,7 +445,9 @@ func (s *Sweep) pass(ctx context.Context, m Mutant, cov *Coverage, overlay, dir 
 		r.Steps = append(r.Steps, fmt.Sprintf("%srun %s %.1fs", name, st.Key(), time.Since(t0).Seconds()))
 		expired := rctx.Err() != nil
 		cancel()
-		os.Remove(bin)
+		if last[binName(st.Pkg)] == i {
+			os.Remove(bin)
+		}
 		switch {
 		case err != nil:
 			r.Verdict, r.Detail = Error, err.Error()

@@ -144,7 +144,7 @@ import (
 )
 
 func TestNeedsDocker(t *testing.T) {
-	if os.Getenv("ENGINE") != "up" {
+	if os.Getenv("ENGINE") != "up" || os.Getenv("DOCKER_HOST") == "` + noEngineHost + `" {
 		if os.Getenv("` + RequireDockerEnv + `") == "1" {
 			t.Fatalf("` + DockerMissing + ` at nowhere")
 		}
@@ -205,6 +205,20 @@ func TestDockerStage(t *testing.T) {
 	}
 	if r := sw.One(context.Background(), killable); r.Verdict != Killed || r.By != "./lib TestNeedsDocker" {
 		t.Errorf("with an engine: %s by %s\n%s", r.Verdict, r.By, r.Detail)
+	}
+
+	// A Docker suite's stages as Stages gives them: the no-engine run
+	// first (where the test skips), then the Docker run of the same
+	// binary, which must still be there to run and kill.
+	opts.Stages = func(m Mutant) []Stage {
+		return []Stage{{Pkg: m.Pkg(), Run: ".", NoEngine: true}, {Pkg: m.Pkg(), Run: ".", Docker: true}}
+	}
+	r := NewSweep(opts).One(context.Background(), killable)
+	if r.Verdict != Killed || r.By != "./lib TestNeedsDocker" {
+		t.Errorf("a no-engine stage, then the Docker stage: %s by %s (steps %q)\n%s", r.Verdict, r.By, r.Steps, r.Detail)
+	}
+	if n := len(r.Steps); n != 3 || !strings.HasPrefix(r.Steps[0], "build ") || strings.Contains(r.Steps[1], "build") || strings.Contains(r.Steps[2], "build") {
+		t.Errorf("steps %q, want one build and two runs", r.Steps)
 	}
 }
 
