@@ -117,7 +117,7 @@ func (d *D) runHelper(ctx context.Context, s *storage, r helperRun) (out helperO
 	if err != nil {
 		err = fmt.Errorf("create the %s container: %w", r.kind, err)
 		if !refused(err) {
-			rerr := d.call(context.Background(), func(ctx context.Context) error { return d.removeContainerNamed(ctx, name, s.owner) })
+			rerr := (&cleanup{opt: d.opt}).retry(func(ctx context.Context) error { return d.removeContainerNamed(ctx, name, s.owner) })
 			if rerr != nil {
 				err = errors.Join(err, fmt.Errorf("container %s may be left behind: %w", name, rerr))
 			}
@@ -173,9 +173,12 @@ func stopped(ctx context.Context, err error) error {
 }
 
 // removeContainer removes a container by the ID D captured when it made it,
-// which is proof of ownership on its own. One already gone is removed.
+// which is proof of ownership on its own. One already gone is removed. A
+// refusal is retried within the cleanup window, as the agent's and task
+// storage's removals are: a helper container left by one refusal would
+// hold the storage's volumes, and the storage's removal would fail too.
 func (d *D) removeContainer(id string) error {
-	return d.call(context.Background(), func(ctx context.Context) error {
+	return (&cleanup{opt: d.opt}).retry(func(ctx context.Context) error {
 		_, err := d.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true})
 		return gone(err)
 	})

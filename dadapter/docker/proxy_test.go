@@ -3,6 +3,8 @@ package docker
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -31,9 +33,10 @@ type proxy struct {
 	wg     sync.WaitGroup
 
 	mu       sync.Mutex
-	stall    func(request string) bool // nil: forward everything
-	withhold func(request string) bool // nil: pass every answer on
-	cut      func(request string) bool // nil: cut no request
+	stall    func(request string) bool   // nil: forward everything
+	withhold func(request string) bool   // nil: pass every answer on
+	cut      func(request string) bool   // nil: cut no request
+	fail     func(request string) string // nil, or "": forward; else the engine's error message
 	dropped  bool
 	conns    map[net.Conn]struct{} // every connection open now, both sides
 	requests []request             // every request seen, in order
@@ -141,6 +144,16 @@ func (p *proxy) Cut(match func(request string) bool) {
 	p.mu.Unlock()
 }
 
+// Fail makes the engine refuse requests for which message returns words:
+// each is read whole and answered 500 with those words as the engine's
+// error message, without reaching the engine (an engine that refused the
+// call, as a full disk or a daemon in trouble does). Other requests go on.
+func (p *proxy) Fail(message func(request string) string) {
+	p.mu.Lock()
+	p.fail = message
+	p.mu.Unlock()
+}
+
 // Drop makes the engine unreachable: every connection open now is closed,
 // the streams already forwarded included, and every new one is closed as
 // soon as it is accepted.
@@ -238,9 +251,13 @@ func (p *proxy) handle(c net.Conn) {
 	if err != nil {
 		return
 	}
-	held, withheld, cut := p.record(strings.TrimSpace(line))
+	held, withheld, cut, fail := p.record(strings.TrimSpace(line))
 	if cut {
 		return // untrack closes the connection, unanswered
+	}
+	if fail != "" {
+		refuse(c, line, r, fail)
+		return
 	}
 	if held {
 		io.Copy(io.Discard, r) // until the client gives up, or Drop
@@ -275,15 +292,31 @@ func (p *proxy) handle(c net.Conn) {
 }
 
 // record records the request and reports whether it is to be cut, held
-// (never forwarded) or its answer withheld.
-func (p *proxy) record(line string) (held, withheld, cut bool) {
+// (never forwarded), its answer withheld, or failed with the words fail.
+func (p *proxy) record(line string) (held, withheld, cut bool, fail string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	cut = p.cut != nil && p.cut(line)
-	held = !cut && p.stall != nil && p.stall(line)
-	withheld = !cut && !held && p.withhold != nil && p.withhold(line)
-	p.requests = append(p.requests, request{line: line, at: time.Now(), held: held})
-	return held, withheld, cut
+	if !cut && p.fail != nil {
+		fail = p.fail(line)
+	}
+	held = !cut && fail == "" && p.stall != nil && p.stall(line)
+	withheld = !cut && fail == "" && !held && p.withhold != nil && p.withhold(line)
+	p.requests = append(p.requests, request{line: line, at: time.Now(), held: held || fail != ""})
+	return held, withheld, cut, fail
+}
+
+// refuse reads the request whose first line is line from r, body and all
+// (a client may wait to finish sending before it reads an answer), and
+// answers it 500 with message as the engine's error.
+func refuse(c net.Conn, line string, r *bufio.Reader, message string) {
+	req, err := http.ReadRequest(bufio.NewReader(io.MultiReader(strings.NewReader(line), r)))
+	if err != nil {
+		return
+	}
+	io.Copy(io.Discard, req.Body)
+	body, _ := json.Marshal(map[string]string{"message": message})
+	fmt.Fprintf(c, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
 }
 
 func (p *proxy) close() {
