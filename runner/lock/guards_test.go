@@ -1,0 +1,33 @@
+package lock
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAcquireRefusesWhatNamesNoDatabaseFile: before anything is opened or
+// created, Acquire refuses a database path that names no file, a
+// directory it cannot resolve, and (with no home given) a process whose
+// home directory is unknown, each saying which.
+func TestAcquireRefusesWhatNamesNoDatabaseFile(t *testing.T) {
+	w := newWorld(t)
+	for path, want := range map[string]string{
+		"/":  "runner lock: / does not name a file",
+		filepath.Join(w.dir, "missing", "codeboost.db"): "runner lock: resolve the database directory: ",
+	} {
+		if l, err := Acquire(path, Options{Home: w.home}); err == nil || !strings.HasPrefix(err.Error(), want) {
+			if err == nil {
+				l.Release()
+			}
+			t.Errorf("Acquire(%q): %v, want %q", path, err, want)
+		}
+	}
+	t.Setenv("HOME", "")
+	if l, err := Acquire(w.db("codeboost.db"), Options{}); err == nil || !strings.HasPrefix(err.Error(), "runner lock: find the home directory: ") {
+		if err == nil {
+			l.Release()
+		}
+		t.Errorf("Acquire with no home: %v", err)
+	}
+}

@@ -1,0 +1,62 @@
+package web
+
+import (
+	"errors"
+	"io/fs"
+	"math"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDiagnosticsReaderTakesOnlyAPlainFileName: a saved partial output is
+// read by its ref, a plain file name in the diagnostics directory: a path,
+// a name of the directory itself or its parent, and an empty ref are
+// refused before anything is opened; a missing file is fs.ErrNotExist (the
+// diff view's 404 "is gone"); a link, even to a file inside, is not read.
+func TestDiagnosticsReaderTakesOnlyAPlainFileName(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "partial.log"), []byte("the diff"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("partial.log", filepath.Join(dir, "link.log")); err != nil {
+		t.Fatal(err)
+	}
+	read := DiagnosticsReader(dir)
+	for _, ref := range []string{"", ".", "..", "../partial.log", "sub/partial.log", "/etc/passwd"} {
+		if b, err := read(ref); err == nil || !strings.Contains(err.Error(), "is not a file name") {
+			t.Errorf("read(%q) = %q, %v; want it refused as not a file name", ref, b, err)
+		}
+	}
+	if _, err := read("missing.log"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("read of a missing file: %v, want fs.ErrNotExist", err)
+	}
+	if b, err := read("link.log"); err == nil || !strings.Contains(err.Error(), "is not a regular file") {
+		t.Errorf("read of a link: %q, %v; want it refused", b, err)
+	}
+	if b, err := read("partial.log"); err != nil || string(b) != "the diff" {
+		t.Errorf("read of the file: %q, %v", b, err)
+	}
+}
+
+// TestNewNeedsARunnerAStoreAndAClock: a server without any of the three
+// is refused when it is built, not at its first request.
+func TestNewNeedsARunnerAStoreAndAClock(t *testing.T) {
+	if s, err := New(Options{}); err == nil || err.Error() != "web: Runner, Store and Clock are required" {
+		t.Errorf("New with no options: %v, %v", s, err)
+	}
+}
+
+// TestReplyThatCannotBeEncodedIsAStorageError: a reply JSON cannot encode
+// (a NaN) is answered 500 with the storage error's words, never a 200 with
+// an empty or broken body.
+func TestReplyThatCannotBeEncodedIsAStorageError(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, 200, map[string]float64{"cost": math.NaN()})
+	if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"code":"storage-error"`) ||
+		rec.Header().Get("Content-Type") != "application/json; charset=utf-8" {
+		t.Errorf("reply %d %q (%q)", rec.Code, rec.Body, rec.Header().Get("Content-Type"))
+	}
+}
