@@ -13,7 +13,7 @@ import (
 func TestAcquireRefusesWhatNamesNoDatabaseFile(t *testing.T) {
 	w := newWorld(t)
 	for path, want := range map[string]string{
-		"/":  "runner lock: / does not name a file",
+		"/": "runner lock: / does not name a file",
 		filepath.Join(w.dir, "missing", "codeboost.db"): "runner lock: resolve the database directory: ",
 	} {
 		if l, err := Acquire(path, Options{Home: w.home}); err == nil || !strings.HasPrefix(err.Error(), want) {
