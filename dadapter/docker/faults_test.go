@@ -3,6 +3,8 @@ package docker
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,8 +24,8 @@ import (
 // (an agent runs when its runner's adapter is lost; a new adapter recovers
 // the runner's leftovers and removes the storage it gets back). Each is
 // first run with the engine answering every call, recording each call the
-// adapter makes in each step; then, once per distinct call of each step,
-// again with that call (its first time in that step) refused by the
+// adapter makes in each step; then, once per call it made, again with
+// that call (the same call at the same place in its step) refused by the
 // engine, with words of its own ("injected fault N"), the way a full disk
 // or a daemon in trouble refuses. Each run must end with the engine's
 // words in what the adapter told its caller (an error, or the settlement's
@@ -48,20 +50,25 @@ func TestEveryEngineRefusalIsReported(t *testing.T) {
 			if clean.report != "" {
 				t.Fatalf("the run failed with every call answered:\n%s", clean.report)
 			}
-			var calls []faultCall
-			seen := map[faultCall]bool{}
-			for _, c := range clean.calls {
-				if !seen[c] {
-					seen[c] = true
-					calls = append(calls, c)
-				}
+			// Every call of the clean run, by its place among the same
+			// calls of its step: each is refused in a run of its own.
+			type place struct {
+				c   faultCall
+				nth int
 			}
-			t.Logf("%d requests, %d distinct calls", len(clean.calls), len(calls))
-			for i, c := range calls {
-				t.Run(fmt.Sprintf("%02d %s %s", i, c.step, c.call), func(t *testing.T) {
+			var places []place
+			made := map[faultCall]int{}
+			for _, c := range clean.calls {
+				made[c]++
+				places = append(places, place{c, made[c]})
+			}
+			t.Logf("%d requests, %d distinct calls", len(clean.calls), len(made))
+			for i, pl := range places {
+				c := pl.c
+				t.Run(fmt.Sprintf("%02d %s %s #%d", i, c.step, c.call, pl.nth), func(t *testing.T) {
 					t.Parallel() // each run has a runner of its own: its objects cannot confuse another's
 					token := fmt.Sprintf("injected fault %d", i)
-					r := runWithFault(w.sub(t), src, sc.run, &faultPlan{call: c, words: token})
+					r := runWithFault(w.sub(t), src, sc.run, &faultPlan{call: c, nth: pl.nth, words: token})
 					t.Logf("told:\n%s\ncalls in %s: %v", orNothing(r.report), c.step, r.callsIn(c.step))
 					if !r.fired {
 						t.Fatalf("the refused call was never made again (calls: %v)", r.calls)
@@ -200,9 +207,11 @@ func count(calls []string, call string) int {
 // query left out.
 type faultCall struct{ step, call string }
 
-// faultPlan says which call to refuse, and with what words.
+// faultPlan says which call to refuse (the nth of its step, from 1), and
+// with what words.
 type faultPlan struct {
 	call  faultCall
+	nth   int
 	words string
 }
 
@@ -270,7 +279,7 @@ func runWithFault(w *world, src dadapter.Source, run func(*faultRun), plan *faul
 		}
 		c := faultCall{f.step, engineCall(request)}
 		f.res.calls = append(f.res.calls, c)
-		if plan != nil && !f.res.fired && c == plan.call {
+		if plan != nil && !f.res.fired && c == plan.call && count(f.res.callsIn(c.step), c.call) == plan.nth {
 			f.res.fired = true
 			return plan.words
 		}
@@ -381,4 +390,55 @@ func orNothing(s string) string {
 		return "(nothing)"
 	}
 	return s
+}
+
+// TestAllocationFailsWithTheHostsReason: an allocation whose host side
+// fails (the runner-owned repository cannot be made, the source
+// repository has no commit, the staging directory cannot be made) fails
+// with that step's words, after its volumes were made, and backs out:
+// nothing of it is left on the engine, and nothing is held.
+func TestAllocationFailsWithTheHostsReason(t *testing.T) {
+	w := newWorld(t)
+	unborn := t.TempDir()
+	git(t, unborn, "init", "-q", "-b", "main")
+	src := w.source()
+	for _, c := range []struct {
+		name  string
+		repo  string
+		block string // a file where the runner's directory of that name goes
+		want  string
+	}{
+		{"no runner-owned repository", src.Repository, "repositories", "/repositories is not a directory"},
+		{"no commit", unborn, "", "gitrepo: read HEAD of " + unborn},
+		{"staging blocked", src.Repository, "staging", "staging directory: mkdir "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := w.sub(t)
+			d := w.adapter(nil)
+			owner := newOwner(dtest.NewToken())
+			if c.block != "" {
+				if err := os.MkdirAll(filepath.Join(w.root, owner.RunnerOwner), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(w.root, owner.RunnerOwner, c.block), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fs, err := answered(t, "PrepareTaskFilesystems", func(done func(dadapter.TaskFilesystems, error)) {
+				d.PrepareTaskFilesystems(context.Background(), owner, dadapter.Source{Repository: c.repo}, nil, done)
+			})
+			want := strings.ReplaceAll(c.want, "mkdir ", "mkdir "+filepath.Join(w.root, owner.RunnerOwner, c.block)+": ")
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("allocation: %v, %v; want it failed with %q", fs, err, want)
+			}
+			if objs := w.ofRunner(owner.RunnerOwner); len(objs) > 0 {
+				t.Errorf("left on the engine: %v", objs)
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if len(d.held) > 0 {
+				t.Errorf("held after the failure: %v", d.held)
+			}
+		})
+	}
 }
