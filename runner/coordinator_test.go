@@ -32,6 +32,11 @@ func TestNewRefusesABadConfig(t *testing.T) {
 			t.Errorf("%s: New = %v, want an error about the %s", c.name, err, c.want)
 		}
 	}
+	// A good configuration without the parts the coordinator drives.
+	good := Config{Root: "/var/lib/codeboost", Owner: strings.Repeat("a", 32)}
+	if _, err := New(good, Deps{}); err == nil || err.Error() != "runner: Store, D, Clock, Loop and IDs are required" {
+		t.Errorf("New with no dependencies = %v", err)
+	}
 }
 
 // TestEntryPointsReportAnEventThatNeverRan: every entry point hands its work

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -131,11 +132,18 @@ func TestGoroutineLoopCallContext(t *testing.T) {
 	l := NewGoroutineLoop()
 	defer l.Stop()
 	block := make(chan struct{})
-	l.Post(func() { <-block }) // the loop is busy
+	busy := make(chan struct{})
+	l.Post(func() { close(busy); <-block }) // the loop is busy
+	<-busy
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	ranLate := make(chan struct{}, 1)
 	go func() { done <- l.Call(ctx, func() { ranLate <- struct{}{} }) }()
+	// Cancel only once the Call has queued its event: a cancel before
+	// that is refused at the door and never reaches the abandoning.
+	for queued(l) == 0 {
+		runtime.Gosched()
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Call with a cancelled context: %v", err)
@@ -149,6 +157,13 @@ func TestGoroutineLoopCallContext(t *testing.T) {
 		t.Fatal("fn ran although its Call gave up first")
 	default:
 	}
+}
+
+// queued is how many events wait in l's queue.
+func queued(l *GoroutineLoop) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
 }
 
 // goD is a D whose callbacks arrive on goroutines of their own, as the real
