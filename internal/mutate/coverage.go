@@ -175,7 +175,7 @@ func coverPkgs(module string, dirs []string) string {
 // tests run the codeboost binary counts only if that binary wrote its
 // coverage).
 func (s *Sweep) CollectCoverage(ctx context.Context, cov *Coverage, progress func(pkg string, units, files int, took time.Duration)) error {
-	module, err := modulePath(s.opts.Root)
+	module, err := ModulePath(s.opts.Root)
 	if err != nil {
 		return err
 	}
@@ -293,8 +293,8 @@ func executedLines(profile, module string) (map[string][]int, error) {
 	return out, sc.Err()
 }
 
-// modulePath reads the module path from root's go.mod.
-func modulePath(root string) (string, error) {
+// ModulePath reads the module path from root's go.mod.
+func ModulePath(root string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(root, "go.mod"))
 	if err != nil {
 		return "", err

@@ -27,6 +27,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/signal"
@@ -38,34 +39,36 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/internal/mutate"
+	"golang.org/x/tools/cover"
 )
 
 func main() { os.Exit(run()) }
 
 func run() int {
 	var (
-		seed     = flag.Int64("seed", 0, "sample seed; 0 picks one from the clock and prints it")
-		n        = flag.Int("n", 300, "sample size")
-		all      = flag.Bool("all", false, "run every mutant instead of a sample")
-		list     = flag.Bool("list", false, "print the chosen mutants and their edits; run nothing")
-		only     = flag.String("only", "", "comma-separated mutant IDs to run (no sampling)")
-		runRe    = flag.String("run", "", "only mutants whose ID matches this regexp")
-		pkgsArg  = flag.String("pkgs", "", "only mutants of these comma-separated packages (default all: "+strings.Join(mutate.Dirs, ",")+")")
-		notPkgs  = flag.String("not-pkgs", "", "no mutants of these comma-separated packages (e.g. dadapter/docker, whose every mutant runs its Docker suite)")
-		ops      = flag.String("ops", "", "only these comma-separated operators ("+strings.Join(mutate.Operators, ",")+")")
-		jobs     = flag.Int("j", runtime.GOMAXPROCS(0), "mutants run at once")
-		timeout  = flag.Duration("timeout", 0, "each test binary's timeout; 0 takes 5x its baseline run, at least 1m")
-		skip     = flag.String("skip", "Bites$", "-test.skip pattern for every test binary (the *Bites tests re-run others under named mutants)")
-		equivArg = flag.String("equiv", "", "equivalence file (default <root>/"+mutate.EquivalentFile+")")
-		out      = flag.String("o", "", "also write the report as JSON to this file")
-		rootArg  = flag.String("root", "", "module root (default: found from the working directory)")
-		minScore = flag.Float64("min-score", 0, "exit 1 if the score is below this percentage")
-		compile  = flag.Bool("compile", false, "only check that each chosen mutant compiles (go build, no tests)")
-		baseline = flag.Bool("baseline", true, "first run the unmutated tests: they must pass, and they set the timeouts")
-		recheck  = flag.Bool("recheck", false, "run the mutants the equivalence file lists too, to confirm they survive (-only always does)")
-		testsRe  = flag.String("tests", "", "with -stages: run only the tests matching this -test.run pattern in each stage (e.g. 'TestStepOne'): the quickest loop while writing one killing test")
-		stagesRe = flag.String("stages", "", "run each mutant only against the test binaries whose package matches this regexp (e.g. '^./store$' for its own package's tests): a quick loop while writing tests for one file; a survivor may still die in a stage this leaves out, so the score is not the sweep's")
-		coverage = flag.Bool("coverage", true, "run, per stage, only the tests whose baseline run entered the mutant's function (collected after the baseline, kept in "+mutate.CoverageFile+"), then every survivor again with every test")
+		seed      = flag.Int64("seed", 0, "sample seed; 0 picks one from the clock and prints it")
+		n         = flag.Int("n", 300, "sample size")
+		all       = flag.Bool("all", false, "run every mutant instead of a sample")
+		list      = flag.Bool("list", false, "print the chosen mutants and their edits; run nothing")
+		only      = flag.String("only", "", "comma-separated mutant IDs to run (no sampling)")
+		runRe     = flag.String("run", "", "only mutants whose ID matches this regexp")
+		pkgsArg   = flag.String("pkgs", "", "only mutants of these comma-separated packages (default all: "+strings.Join(mutate.Dirs, ",")+")")
+		notPkgs   = flag.String("not-pkgs", "", "no mutants of these comma-separated packages (e.g. dadapter/docker, whose every mutant runs its Docker suite)")
+		ops       = flag.String("ops", "", "only these comma-separated operators ("+strings.Join(mutate.Operators, ",")+")")
+		jobs      = flag.Int("j", runtime.GOMAXPROCS(0), "mutants run at once")
+		timeout   = flag.Duration("timeout", 0, "each test binary's timeout; 0 takes 5x its baseline run, at least 1m")
+		skip      = flag.String("skip", "Bites$", "-test.skip pattern for every test binary (the *Bites tests re-run others under named mutants)")
+		equivArg  = flag.String("equiv", "", "equivalence file (default <root>/"+mutate.EquivalentFile+")")
+		out       = flag.String("o", "", "also write the report as JSON to this file")
+		rootArg   = flag.String("root", "", "module root (default: found from the working directory)")
+		minScore  = flag.Float64("min-score", 0, "exit 1 if the score is below this percentage")
+		compile   = flag.Bool("compile", false, "only check that each chosen mutant compiles (go build, no tests)")
+		baseline  = flag.Bool("baseline", true, "first run the unmutated tests: they must pass, and they set the timeouts")
+		recheck   = flag.Bool("recheck", false, "run the mutants the equivalence file lists too, to confirm they survive (-only always does)")
+		testsRe   = flag.String("tests", "", "with -stages: run only the tests matching this -test.run pattern in each stage (e.g. 'TestStepOne'): the quickest loop while writing one killing test")
+		stagesRe  = flag.String("stages", "", "run each mutant only against the test binaries whose package matches this regexp (e.g. '^./store$' for its own package's tests): a quick loop while writing tests for one file; a survivor may still die in a stage this leaves out, so the score is not the sweep's")
+		unreached = flag.String("unreached", "", "comma-separated Go coverage profiles of the tests (make unreached writes one): print the drop-guard and ignore-error mutants whose guarded body no test ran, which every sweep that draws them scores as survivors, and run nothing")
+		coverage  = flag.Bool("coverage", true, "run, per stage, only the tests whose baseline run entered the mutant's function (collected after the baseline, kept in "+mutate.CoverageFile+"), then every survivor again with every test")
 	)
 	flag.Parse()
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "mutate:", err); return 2 }
@@ -129,6 +132,13 @@ func run() int {
 			return fail(err)
 		}
 		pool = slices.DeleteFunc(slices.Clone(pool), func(m mutate.Mutant) bool { return !re.MatchString(m.ID) })
+	}
+	if *unreached != "" {
+		module, err := mutate.ModulePath(root)
+		if err != nil {
+			return fail(err)
+		}
+		return printUnreached(os.Stdout, pool, reasons, module, strings.Split(*unreached, ","))
 	}
 	sampled := 0
 	var chosen []mutate.Mutant
@@ -335,4 +345,34 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// printUnreached prints the mutants of pool (the equivalent ones left
+// out) whose guarded body the profiles say no test ran, and their count
+// per package against the package's mutants.
+func printUnreached(w io.Writer, pool []mutate.Mutant, equivalent map[string]string, module string, files []string) int {
+	var profiles []*cover.Profile
+	for _, f := range files {
+		ps, err := cover.ParseProfiles(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "mutate:", err)
+			return 2
+		}
+		profiles = append(profiles, ps...)
+	}
+	pool = slices.DeleteFunc(slices.Clone(pool), func(m mutate.Mutant) bool { _, ok := equivalent[m.ID]; return ok })
+	u := mutate.Unreached(pool, profiles, module)
+	total, per := map[string]int{}, map[string]int{}
+	for _, m := range pool {
+		total[mutate.PackageOf(m.ID)]++
+	}
+	for _, m := range u {
+		per[mutate.PackageOf(m.ID)]++
+		fmt.Fprintf(w, "%s  %s  %s\n%s", m.Pos(), m.Op, m.ID, m.Diff("    "))
+	}
+	fmt.Fprintf(w, "%d of %d mutants are on guards no test reached:\n", len(u), len(pool))
+	for _, p := range slices.Sorted(maps.Keys(total)) {
+		fmt.Fprintf(w, "  %-16s %4d of %4d\n", p, per[p], total[p])
+	}
+	return 0
 }
