@@ -83,17 +83,38 @@ func TestEveryEngineRefusalIsReported(t *testing.T) {
 						}
 						return
 					}
-					want := token
-					if w, ok := lostWords[c.call]; ok {
-						want = w
-					}
-					if !strings.Contains(r.report, want) {
-						t.Errorf("the engine refused %s in %s with %q, and the adapter's caller was not told so (%q); it was told:\n%s",
-							c.call, c.step, token, want, orNothing(r.report))
-					}
+					wantTold(t, c, token, r)
 				})
+				if retried[c] {
+					// Refused at every retry: the removal fails, and says so.
+					t.Run(fmt.Sprintf("%02d %s %s #%d always", i, c.step, c.call, pl.nth), func(t *testing.T) {
+						t.Parallel()
+						token := fmt.Sprintf("injected fault %d, always", i)
+						r := runWithFault(w.sub(t), src, sc.run, &faultPlan{call: c, nth: pl.nth, always: true, words: token})
+						t.Logf("told:\n%s\ncalls in %s: %v", orNothing(r.report), c.step, r.callsIn(c.step))
+						if got, clean := count(r.callsIn(c.step), c.call), count(clean.callsIn(c.step), c.call); got < clean+2 {
+							t.Errorf("%s was made %d times in %s (%d in the clean run): not retried", c.call, got, c.step, clean)
+						}
+						wantTold(t, c, token, r)
+					})
+				}
 			}
 		})
+	}
+}
+
+// wantTold fails t unless the run told its caller the words the engine
+// refused c with (or, for a call whose words the client loses, the
+// adapter's own words for it).
+func wantTold(t *testing.T, c faultCall, token string, r faultResult) {
+	t.Helper()
+	want := token
+	if w, ok := lostWords[c.call]; ok {
+		want = w
+	}
+	if !strings.Contains(r.report, want) {
+		t.Errorf("the engine refused %s in %s with %q, and the adapter's caller was not told so (%q); it was told:\n%s",
+			c.call, c.step, token, want, orNothing(r.report))
 	}
 }
 
@@ -210,9 +231,10 @@ type faultCall struct{ step, call string }
 // faultPlan says which call to refuse (the nth of its step, from 1), and
 // with what words.
 type faultPlan struct {
-	call  faultCall
-	nth   int
-	words string
+	call   faultCall
+	nth    int
+	always bool // and every time after, in that step
+	words  string
 }
 
 // faultResult is what one run made and was told.
@@ -253,10 +275,11 @@ func (f *faultRun) report(step string, err error) bool {
 	return err == nil
 }
 
-// settled notes a settlement that is not a success.
+// settled notes a settlement that is not a success, or that left
+// something it made.
 func (f *faultRun) settled(s settledSnapshot) {
-	if s.StopReason != "" || s.ExitCode != 0 {
-		f.report("settled", fmt.Errorf("stop %q, exit %d: %s", s.StopReason, s.ExitCode, s.Diagnostic))
+	if s.StopReason != "" || s.ExitCode != 0 || len(s.Unreleased) > 0 {
+		f.report("settled", fmt.Errorf("stop %q, exit %d, unreleased %v: %s", s.StopReason, s.ExitCode, s.Unreleased, s.Diagnostic))
 	}
 }
 
@@ -279,7 +302,7 @@ func runWithFault(w *world, src dadapter.Source, run func(*faultRun), plan *faul
 		}
 		c := faultCall{f.step, engineCall(request)}
 		f.res.calls = append(f.res.calls, c)
-		if plan != nil && !f.res.fired && c == plan.call && count(f.res.callsIn(c.step), c.call) == plan.nth {
+		if plan != nil && (!f.res.fired || plan.always) && c == plan.call && count(f.res.callsIn(c.step), c.call) >= plan.nth {
 			f.res.fired = true
 			return plan.words
 		}
