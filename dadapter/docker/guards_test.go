@@ -238,3 +238,39 @@ func TestTailKeepsTheLastBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestCloneFailsWithTheHostsReason: a task clone whose runner-owned
+// repository cannot be made, or whose source has no commit to clone,
+// fails with that step's words and makes no clone directory.
+func TestCloneFailsWithTheHostsReason(t *testing.T) {
+	d, root := noEngineAdapter(t)
+	unborn := t.TempDir()
+	git(t, unborn, "init", "-q", "-b", "main")
+	repo, _ := userRepo(t)
+	for _, c := range []struct {
+		name, repo string
+		block      bool // a file where the runner's repositories go
+		want       string
+	}{
+		{"no runner-owned repository", repo, true, "/repositories is not a directory"},
+		{"no commit", unborn, false, "gitrepo: read HEAD of " + unborn},
+	} {
+		runner := filepath.Join(root, dtest.NewToken())
+		parent := filepath.Join(runner, "attempts", dtest.NewID())
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if c.block {
+			if err := os.WriteFile(filepath.Join(runner, "repositories"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cl, err := clone(t, context.Background(), d, parent, dadapter.Source{Repository: c.repo}, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: clone %+v, %v; want it failed with %q", c.name, cl, err, c.want)
+		}
+		if left, _ := os.ReadDir(parent); len(left) > 0 {
+			t.Errorf("%s: the failed clone left %v", c.name, left)
+		}
+	}
+}
