@@ -274,3 +274,19 @@ func TestCloneFailsWithTheHostsReason(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenSaysWhyThereIsNoEngine: an engine address the client cannot
+// parse, and a socket where nothing answers, each stop Open with words
+// that name the cause (and the address). Neither reaches past this host:
+// an address with a host name would be looked up in DNS.
+func TestOpenSaysWhyThereIsNoEngine(t *testing.T) {
+	for host, want := range map[string]string{
+		"nonsense": "the Docker client: ",
+		"unix:///nonexistent/codeboost-no-engine.sock": "the Docker engine at unix:///nonexistent/codeboost-no-engine.sock does not answer: ",
+	} {
+		t.Setenv("DOCKER_HOST", host)
+		if d, err := Open(context.Background(), Options{RunnerRoot: t.TempDir()}); err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("Open with DOCKER_HOST=%s: %v, %v; want %q", host, d, err, want)
+		}
+	}
+}
