@@ -48,3 +48,29 @@ func TestMalformedInputIsRefusedBeforeAnyWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestQuestionEndsOnce: a question's life moves one way (pending, running,
+// then completed or failed): a second answer, a failure after the answer
+// and a start of an answered question are each refused illegal, and the
+// answer kept.
+func TestQuestionEndsOnce(t *testing.T) {
+	e := newEnv(t)
+	key := e.newTask(words.StatusInReview)
+	id := faultIDs.UUID()
+	e.update(func(tx *store.Tx) error {
+		_, err := tx.AskQuestion(key, id, faultIDs.UUID(), nil, "why this file?")
+		return err
+	})
+	e.update(func(tx *store.Tx) error { return tx.FinishAnswer(id, "because") })
+	for name, op := range map[string]func(tx *store.Tx) error{
+		"a second answer":         func(tx *store.Tx) error { return tx.FinishAnswer(id, "again") },
+		"a failure after it":      func(tx *store.Tx) error { return tx.FailQuestion(id, "late", true) },
+		"a start of the answered": func(tx *store.Tx) error { return tx.StartQuestion(id) },
+	} {
+		before := e.dump()
+		wantRefusal(t, e.s.Update(op), store.CodeIllegal)
+		if diff := cmp.Diff(before, e.dump()); diff != "" {
+			t.Errorf("%s: the refusal changed the database:\n%s", name, diff)
+		}
+	}
+}
