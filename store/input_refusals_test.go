@@ -74,3 +74,18 @@ func TestQuestionEndsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalAtAnOldReviewVersionIsRefused: an approval given at a review
+// version the plan has moved on from is refused stale-review, and
+// approves nothing.
+func TestApprovalAtAnOldReviewVersionIsRefused(t *testing.T) {
+	e := newEnv(t)
+	key := e.inReview()
+	rv := e.plan(key).ReviewVersion
+	before := e.dump()
+	err := e.s.Update(func(tx *store.Tx) error { _, err := tx.ApproveReviewed(key, 2, rv-1); return err })
+	wantRefusal(t, err, store.CodeStaleReview)
+	if diff := cmp.Diff(before, e.dump()); diff != "" {
+		t.Errorf("the refusal changed the database:\n%s", diff)
+	}
+}

@@ -347,19 +347,29 @@ func TestAdmitRefusesAnAttemptIDThatIsNotAUUID(t *testing.T) {
 // as that error, never as a checkpoint with no scope paths (the scope the
 // continuation approval covers would silently be empty), and never as a
 // refusal (TestUnreadableRowIsAnError's rule).
+// Its leaves are read the same way.
 func TestUnreadableCheckpointIsAnError(t *testing.T) {
 	e := newEnv(t)
-	key := e.newTask("")
-	a := e.running(key, words.KindReview)
-	e.rawExec(`INSERT INTO checkpoints (attempt_id, plan_key, revision, item, commit_sha, scope_paths, leaves, created_at)
-		VALUES (?, ?, 1, 1, 'c1', 'not JSON', NULL, 0)`, a.ID, key)
-	var ok bool
-	err := e.s.View(func(tx *store.Tx) (err error) { _, ok, err = tx.LatestCheckpoint(key); return err })
-	if err == nil {
-		t.Fatalf("an unreadable checkpoint was read without an error (found %v)", ok)
-	}
-	if code := store.RefusalCode(err); code != "" {
-		t.Fatalf("an unreadable checkpoint came back as the refusal %q (%v)", code, err)
+	for _, c := range []struct{ scope, leaves, want string }{
+		{"not JSON", "", "scope paths"},
+		{"[]", "not JSON", "leaves"},
+	} {
+		key := e.newTask("")
+		a := e.running(key, words.KindReview)
+		var leaves any
+		if c.leaves != "" {
+			leaves = c.leaves
+		}
+		e.rawExec(`INSERT INTO checkpoints (attempt_id, plan_key, revision, item, commit_sha, scope_paths, leaves, created_at)
+			VALUES (?, ?, 1, 1, 'c1', ?, ?, 0)`, a.ID, key, c.scope, leaves)
+		var ok bool
+		err := e.s.View(func(tx *store.Tx) (err error) { _, ok, err = tx.LatestCheckpoint(key); return err })
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("a checkpoint whose %s are unreadable: %v (found %v)", c.want, err, ok)
+		}
+		if code := store.RefusalCode(err); code != "" {
+			t.Fatalf("an unreadable checkpoint came back as the refusal %q (%v)", code, err)
+		}
 	}
 }
 
