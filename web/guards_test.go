@@ -4,11 +4,16 @@ import (
 	"errors"
 	"io/fs"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/codeboost/codeboost/dadapter"
 )
 
 // TestDiagnosticsReaderTakesOnlyAPlainFileName: a saved partial output is
@@ -59,4 +64,59 @@ func TestReplyThatCannotBeEncodedIsAStorageError(t *testing.T) {
 		rec.Header().Get("Content-Type") != "application/json; charset=utf-8" {
 		t.Errorf("reply %d %q (%q)", rec.Code, rec.Body, rec.Header().Get("Content-Type"))
 	}
+}
+
+// brokenClient is a response the client stops reading: its first writes
+// go through (ok of them), every later one fails, as a write to a closed
+// connection does.
+type brokenClient struct {
+	header http.Header
+	mu     sync.Mutex
+	ok     int
+}
+
+func (b *brokenClient) Header() http.Header { return b.header }
+func (b *brokenClient) WriteHeader(int)     {}
+func (b *brokenClient) Flush()              {}
+func (b *brokenClient) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ok == 0 {
+		return 0, errors.New("write: broken pipe")
+	}
+	b.ok--
+	return len(p), nil
+}
+
+// TestOutputStreamEndsWhenItsClientIsGone: a live output stream whose
+// write fails (the client went away without its request ending, as a
+// half-closed connection does) ends at that write, at its first event or
+// at a later one, instead of holding the request and its hub subscription
+// until the attempt ends.
+func TestOutputStreamEndsWhenItsClientIsGone(t *testing.T) {
+	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}})
+	w.approveAll("parser-fix")
+	a := w.start("parser-fix")
+	waitRunning(w, a)
+	w.emit(a, "reading parse.go\n")
+	for _, ok := range []int{0, 1} {
+		client := &brokenClient{header: http.Header{}, ok: ok}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w.srv.Handler().ServeHTTP(client, httptest.NewRequest("GET", "/api/output?task=parser-fix&attempt="+a, nil))
+		}()
+		if ok > 0 {
+			// Once the stream has written the tail, a new chunk is its
+			// next write.
+			waitUntil(t, "the stream's first write", func() bool { client.mu.Lock(); defer client.mu.Unlock(); return client.ok == 0 })
+			w.emit(a, "$ go test ./...\n")
+		}
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the stream still runs 10 s after a write to its client failed (writes that went through: %d)", ok)
+		}
+	}
+	w.settle(a, dadapter.Settlement{ExitCode: 0, Output: []byte(`{"summary":"done"}`)})
 }
