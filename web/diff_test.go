@@ -227,9 +227,10 @@ func TestDiffViewReadFailure(t *testing.T) {
 }
 
 // TestDiffViewSavedPartialOutputReadFailure: saved partial output that is
-// there but cannot be read (here its file was replaced by a directory) is a
-// storage error (500) that says so, never an empty diff answered 200,
-// which would read as "the agent changed nothing".
+// gone is a 404 that says so; one that is there but cannot be read (here
+// its file was replaced by a directory) is a storage error (500) that says
+// so, never an empty diff answered 200, which would read as "the agent
+// changed nothing".
 // Sweep survivor (seed 8675309): web/stream.go:Server.getDiff:ignore-error:31d5f59c~2.
 func TestDiffViewSavedPartialOutputReadFailure(t *testing.T) {
 	w := newUIWorld(t, worldOptions{tasks: []uiTask{parserFix}})
@@ -252,6 +253,11 @@ func TestDiffViewSavedPartialOutputReadFailure(t *testing.T) {
 	file := filepath.Join(w.run.DiagnosticsDir(), at.DiagnosticRef)
 	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
+	}
+	// Gone (retention or a person removed it) is a 404 that says so.
+	if r := getDiffView(t, w.url, a); r.status != http.StatusNotFound || errorCode(t, r.body) != codeNotFound ||
+		!strings.Contains(r.body, "the saved partial output of "+a+" is gone") {
+		t.Fatalf("saved partial output that is gone: %d %s", r.status, r.body)
 	}
 	if err := os.Mkdir(file, 0o700); err != nil {
 		t.Fatal(err)
