@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/sim"
+	"github.com/codeboost/codeboost/store"
 )
 
 // TestDiagnosticsReaderTakesOnlyAPlainFileName: a saved partial output is
@@ -48,9 +50,25 @@ func TestDiagnosticsReaderTakesOnlyAPlainFileName(t *testing.T) {
 
 // TestNewNeedsARunnerAStoreAndAClock: a server without any of the three
 // is refused when it is built, not at its first request.
+// A task name the API could not carry (CheckTaskName's rule) is refused
+// when the server is built, as a name given twice is.
 func TestNewNeedsARunnerAStoreAndAClock(t *testing.T) {
 	if s, err := New(Options{}); err == nil || err.Error() != "web: Runner, Store and Clock are required" {
 		t.Errorf("New with no options: %v, %v", s, err)
+	}
+	w, err := sim.NewWorld(t.TempDir(), sim.Config{Seed: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	id := store.Identity{RepositoryID: "repo", TaskID: "t1", PlanID: "plan"}
+	for name, tasks := range map[string][]Task{
+		"a name with a slash": {{Name: "a/b", Identity: id}},
+		"a name given twice":  {{Name: "demo", Identity: id}, {Name: "demo", Identity: id}},
+	} {
+		if s, err := New(Options{Runner: w.Runner, Store: w.Store, Clock: w.Clock, Tasks: tasks}); err == nil {
+			t.Errorf("New with %s: %v", name, s)
+		}
 	}
 }
 
