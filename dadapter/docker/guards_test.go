@@ -290,3 +290,22 @@ func TestOpenSaysWhyThereIsNoEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleRefReadsOnlyAWholeV2Header: output that is not a v2 bundle
+// (none at all, another version) and a header cut before its end (the
+// container stopped writing) are refused; a cut header is never read as
+// the refs it got to.
+func TestBundleRefReadsOnlyAWholeV2Header(t *testing.T) {
+	base, work := strings.Repeat("b", 40), strings.Repeat("c", 40)
+	header := "-" + base + " the base\n" + work + " refs/heads/work\n"
+	for name, c := range map[string]struct{ bundle, want string }{
+		"no output":    {"", "is not a v2 git bundle"},
+		"version 3":    {"# v3 git bundle\n" + header + "\nPACK", "is not a v2 git bundle"},
+		"a cut header": {"# v2 git bundle\n" + header, "has no end to its header"},
+		"a cut ref":    {"# v2 git bundle\n-" + base + " the base\n" + work, "has no end to its header"},
+	} {
+		if got, err := bundleRef([]byte(c.bundle), base); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, c.want)
+		}
+	}
+}
