@@ -6,10 +6,13 @@ package docker
 // engine call, say what it refused, and change nothing.
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -306,6 +309,52 @@ func TestBundleRefReadsOnlyAWholeV2Header(t *testing.T) {
 	} {
 		if got, err := bundleRef([]byte(c.bundle), base); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %q, %v; want %q", name, got, err, c.want)
+		}
+	}
+}
+
+// TestStagedMetadataHoldsOnlyFilesAndDirectories: a staged git directory
+// holding a link or a socket (staging writes neither) is refused by the
+// metadata baseline and by the seed's walk alike, naming the entry; logs/
+// and hooks/ are left out whatever they hold.
+func TestStagedMetadataHoldsOnlyFilesAndDirectories(t *testing.T) {
+	for name, plant := range map[string]func(dir string) error{
+		"a link": func(dir string) error { return os.Symlink("/etc/passwd", filepath.Join(dir, "odd")) },
+		"a socket": func(dir string) error {
+			l, err := net.Listen("unix", filepath.Join(dir, "odd"))
+			if err == nil {
+				t.Cleanup(func() { l.Close() })
+			}
+			return err
+		},
+	} {
+		dir := t.TempDir()
+		for _, sub := range []string{"objects", "logs", "hooks"} {
+			if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// What logs/ and hooks/ hold is never looked at: their links
+		// would be refused.
+		for _, sub := range []string{"logs", "hooks"} {
+			if err := os.Symlink("/etc/passwd", filepath.Join(dir, sub, "skipped")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if b, err := metadataBaseline(dir); err != nil || !strings.HasPrefix(b, "sha256:") {
+			t.Fatalf("%s: the baseline of a clean directory: %q, %v", name, b, err)
+		}
+		if err := plant(dir); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := metadataBaseline(dir); err == nil || err.Error() != "metadata baseline: odd in the clone's metadata is not a regular file" {
+			t.Errorf("%s: metadataBaseline = %q, %v", name, b, err)
+		}
+		if err := metaEntries(tar.NewWriter(io.Discard), dir, "meta/"); err == nil || !strings.Contains(err.Error(), "odd in the clone's metadata is not a regular file") {
+			t.Errorf("%s: metaEntries = %v", name, err)
 		}
 	}
 }
