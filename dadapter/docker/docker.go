@@ -30,6 +30,7 @@ package docker
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -104,6 +105,11 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.AgentUser == "" {
 		o.AgentUser = DefaultAgentUser
+	}
+	// The seed writes the work tree as this owner, by number: a user that
+	// is not uid:gid is refused here, before any storage is made for it.
+	if _, _, err := numericUser(o.AgentUser); err != nil {
+		return o, fmt.Errorf("docker: Options.AgentUser: %w", err)
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)

@@ -65,7 +65,8 @@ func TestOwnerLabelsAreCheckedEachOnItsOwn(t *testing.T) {
 }
 
 // TestNewNeedsItsThreeRequiredOptions: a client, a runner root and a
-// helper image; each missing one is named.
+// helper image; each missing one is named. An agent user that is not
+// numeric is refused there too, not at each allocation's seed.
 func TestNewNeedsItsThreeRequiredOptions(t *testing.T) {
 	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
 		t.Errorf("the engine was asked %s %s", r.Method, r.URL.Path)
@@ -83,6 +84,15 @@ func TestNewNeedsItsThreeRequiredOptions(t *testing.T) {
 		clear(&o)
 		if _, err := New(o); err == nil || err.Error() != "docker: "+want+" is required" {
 			t.Errorf("New without %s: %v", want, err)
+		}
+	}
+	// The agent's user is taken only as numeric uid:gid, which the seed
+	// writes the work tree as.
+	for _, user := range []string{"agent", "1000", "1000:", "-1:0", "1000:users"} {
+		o := full
+		o.AgentUser = user
+		if _, err := New(o); err == nil || !strings.HasPrefix(err.Error(), "docker: Options.AgentUser: ") {
+			t.Errorf("New with agent user %q: %v", user, err)
 		}
 	}
 }
