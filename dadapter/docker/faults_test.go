@@ -465,3 +465,25 @@ func TestAllocationFailsWithTheHostsReason(t *testing.T) {
 		})
 	}
 }
+
+// TestHelperMadeWithoutAnAnswerIsRemoved: a helper container's create
+// that the engine carries out but does not answer in time (a loaded
+// engine) may have made the container, which D knows only by its name:
+// the helper's caller gets the create's error, and the container is
+// found by name and removed before the call returns. (A create the
+// engine refused made nothing, and is not looked for.)
+func TestHelperMadeWithoutAnAnswerIsRemoved(t *testing.T) {
+	w := newWorld(t)
+	p := newProxy(t, w.cli)
+	d := w.adapter(p.newClient(t))
+	st := w.prepare(d, dtest.NewToken())
+	p.Withhold(func(r string) bool { return strings.HasPrefix(r, "POST ") && strings.Contains(r, "/containers/create?") })
+	_, err := checkTaskTree(t, context.Background(), d, st, st.base)
+	p.Withhold(nil)
+	if err == nil || !strings.Contains(err.Error(), "create the tree container") {
+		t.Fatalf("a tree check whose create was not answered: %v", err)
+	}
+	if left := w.helpers(st.owner.AllocationID); len(left) > 0 {
+		t.Errorf("the tree check returned with its container still there: %v", left)
+	}
+}
