@@ -477,7 +477,9 @@ func TestHelperMadeWithoutAnAnswerIsRemoved(t *testing.T) {
 	p := newProxy(t, w.cli)
 	d := w.adapter(p.newClient(t))
 	st := w.prepare(d, dtest.NewToken())
-	p.Withhold(func(r string) bool { return strings.HasPrefix(r, "POST ") && strings.Contains(r, "/containers/create?") })
+	p.Withhold(func(r string) bool {
+		return strings.HasPrefix(r, "POST ") && strings.Contains(r, "/containers/create?")
+	})
 	_, err := checkTaskTree(t, context.Background(), d, st, st.base)
 	p.Withhold(nil)
 	if err == nil || !strings.Contains(err.Error(), "create the tree container") {
