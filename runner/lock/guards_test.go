@@ -1,6 +1,7 @@
 package lock
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,5 +30,33 @@ func TestAcquireRefusesWhatNamesNoDatabaseFile(t *testing.T) {
 			l.Release()
 		}
 		t.Errorf("Acquire with no home: %v", err)
+	}
+}
+
+// TestAcquireSaysWhenARelativePathCannotBeResolved: a relative database
+// path, or a relative home, is resolved against the working directory;
+// when that directory is gone, Acquire refuses, naming the path it could
+// not resolve, and takes no lock.
+func TestAcquireSaysWhenARelativePathCannotBeResolved(t *testing.T) {
+	w := newWorld(t)
+	db := w.db("codeboost.db")
+	makeSQLite(t, db)
+	gone := t.TempDir()
+	t.Chdir(gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path, home, want string
+	}{
+		{"codeboost.db", w.home, "runner lock: codeboost.db: "},
+		{db, "home", "runner lock: home directory home: "},
+	} {
+		if l, err := Acquire(c.path, Options{Home: c.home}); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			if err == nil {
+				l.Release()
+			}
+			t.Errorf("Acquire(%q) with home %q: %v, want %q", c.path, c.home, err, c.want)
+		}
 	}
 }

@@ -298,11 +298,11 @@ func checkFile(path string, st *syscall.Stat_t) error {
 // lockDir creates <home>/.codeboost/locks (mode 0700) if needed, resolves it
 // and applies step 0's owner and mode check to it and to .codeboost.
 func lockDir(home string) (string, error) {
-	home, err := filepath.Abs(home)
+	abs, err := filepath.Abs(home)
 	if err != nil {
 		return "", fmt.Errorf("runner lock: home directory %s: %w", home, err)
 	}
-	dotDir := filepath.Join(home, ".codeboost")
+	dotDir := filepath.Join(abs, ".codeboost")
 	locks := filepath.Join(dotDir, "locks")
 	for _, d := range []string{dotDir, locks} {
 		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
