@@ -1,6 +1,8 @@
 package app
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,5 +77,10 @@ func TestProcessUsingFailsWhenNoProcessCouldBeInspected(t *testing.T) {
 	}
 	if pid, err := processUsingIn(proc, t.TempDir()); err == nil {
 		t.Fatalf("processUsingIn over processes none of which could be read = %d, nil; want an error", pid)
+	}
+	// No process table at all proves nothing either, and the error is
+	// the table's own.
+	if pid, err := processUsingIn(filepath.Join(proc, "missing"), t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("processUsingIn over no process table = %d, %v; want the read's error", pid, err)
 	}
 }
