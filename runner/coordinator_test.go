@@ -102,3 +102,16 @@ func TestEntryPointsReportAnEventThatNeverRan(t *testing.T) {
 		t.Errorf("attempts: %v, %v; want none", as, err)
 	}
 }
+
+// TestRequeueOfNoTaskSaysSo: a requeue names its task by plan key; one
+// the Store does not have is refused with the task read's words, before
+// anything else is read or admitted.
+func TestRequeueOfNoTaskSaysSo(t *testing.T) {
+	c, _, _ := productionCoordinator(t, 1, &goD{})
+	if err := c.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := c.Requeue(context.Background(), "no/such/plan"); err == nil || err.Error() != `no task "no/such/plan"` {
+		t.Errorf("Requeue of a plan key with no task: %+v, %v", resp, err)
+	}
+}
