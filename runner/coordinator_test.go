@@ -105,7 +105,8 @@ func TestEntryPointsReportAnEventThatNeverRan(t *testing.T) {
 
 // TestRequeueOfNoTaskSaysSo: a requeue names its task by plan key; one
 // the Store does not have is refused with the task read's words, before
-// anything else is read or admitted.
+// anything else is read or admitted; a user action's version check says
+// the same.
 func TestRequeueOfNoTaskSaysSo(t *testing.T) {
 	c, _, _ := productionCoordinator(t, 1, &goD{})
 	if err := c.Open(context.Background()); err != nil {
@@ -113,5 +114,10 @@ func TestRequeueOfNoTaskSaysSo(t *testing.T) {
 	}
 	if resp, err := c.Requeue(context.Background(), "no/such/plan"); err == nil || err.Error() != `no task "no/such/plan"` {
 		t.Errorf("Requeue of a plan key with no task: %+v, %v", resp, err)
+	}
+	// So is a user action's version check.
+	r := ActionRequest{PlanKey: "no/such/plan", AttemptID: ids.Random{}.UUID(), ActionID: ids.Random{}.UUID()}
+	if resp, err := c.CancelAttempt(context.Background(), r); err == nil || !strings.Contains(err.Error(), `no task "no/such/plan"`) {
+		t.Errorf("CancelAttempt of a plan key with no task: %+v, %v", resp, err)
 	}
 }
