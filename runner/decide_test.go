@@ -202,3 +202,17 @@ func TestRecoveredDeadlineIncludesItsInstant(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinDiagAddsToWhatIsThere: a recovered row's diagnostic gains each
+// further cause after "; ", and a cause added to none is the whole
+// diagnostic, with no separator before it.
+func TestJoinDiagAddsToWhatIsThere(t *testing.T) {
+	for _, c := range []struct{ a, b, want string }{
+		{"", "export failed", "export failed"},
+		{"interrupted", "export failed", "interrupted; export failed"},
+	} {
+		if got := joinDiag(c.a, c.b); got != c.want {
+			t.Errorf("joinDiag(%q, %q) = %q, want %q", c.a, c.b, got, c.want)
+		}
+	}
+}
