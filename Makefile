@@ -176,11 +176,14 @@ replay:
 # CODEBOOST_REQUIRE_DOCKER=1). -j 1 by default: the Docker suites hold a
 # machine-wide lock, and a Docker stage gets 15 minutes at least, for a wait
 # on that lock is not a kill. Measured on two shared cores with -j 2: the
-# baseline and the coverage collection about 18 minutes (a 5-minute Docker
-# suite run twice), then about 10 s a mutant outside the adapter, 20-60 s
-# inside it, and 5 minutes for a mutant whose tests hang (its timeout):
-# roughly 1.5 hours for 300. '-not-pkgs dadapter/docker' or '-ops
-# swap-steps' narrow it.
+# baseline and the coverage collection about 27 minutes for the adapter's
+# stages alone (its Docker suite, 7 minutes, then each of its tests alone,
+# 11 minutes; e2e twice), then about 10 s a mutant outside the adapter and,
+# inside it, 4 s for one its engineless tests kill up to 19 minutes for one
+# whose Docker tests all pass (1.8 minutes on average over seed 2718's
+# first 19): roughly 2.5 hours for 300, before the survivors' second run
+# with every test. '-not-pkgs dadapter/docker' or '-ops swap-steps' narrow
+# it; make unreached lists the certain survivors in ten minutes.
 MUTATE_SEED ?= 1
 MUTATE_N ?= 300
 MUTATE_FLAGS ?=
