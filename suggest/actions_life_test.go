@@ -269,6 +269,9 @@ func TestCancelActionLife(t *testing.T) {
 	if _, err := w.c.CancelAction(ctx, w.key, actionIDs.UUID(), store.ModeSuggestion, id); err == nil {
 		t.Fatal("CancelAction whose event never ran: no error")
 	}
+	if row, err := w.c.Cancel(ctx, id, ""); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Cancel whose event never ran: %+v, %v; want context.Canceled", row, err)
+	}
 }
 
 // TestApplyAReadyRequest: Apply makes a ready request's reply the next
