@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -281,16 +282,23 @@ func (c *cleanup) call(extra time.Duration, f func(context.Context) error) error
 
 // retry runs f until it succeeds or the window has no room for another
 // try, starting a try every CleanupRetry (at once when one took longer).
+// Its error is the engine's last answer: a try the window's end cut short
+// says only that time ran out, so the refusal before it is what the
+// caller is told.
 func (c *cleanup) retry(f func(context.Context) error) error {
+	var last error
 	for {
 		began := time.Now()
 		err := c.call(0, f)
 		if err == nil {
 			return nil
 		}
+		if last == nil || !errors.Is(err, context.DeadlineExceeded) {
+			last = err
+		}
 		next := began.Add(c.opt.CleanupRetry)
 		if !next.Before(c.end) {
-			return err
+			return last
 		}
 		time.Sleep(time.Until(next))
 	}

@@ -30,7 +30,7 @@ const adapterPackage = "github.com/codeboost/codeboost/dadapter/docker"
 // loopback port to the engine's socket. The adapter speaks only the
 // engine's API, never its host paths, so nothing may depend on the unix
 // socket: not the hijacked attach streams, not the tests' proxy. Every
-// test of the child must pass, none skip (a skip there is a test that did
+// test of the child but the engine-fault sweep must pass, none skip (a skip there is a test that did
 // not run over TCP; under -short the child runs -short too, and skips
 // what that skips), and nothing labelled io.codeboost.* may be left.
 //
@@ -57,7 +57,10 @@ func TestAdapterSuiteOverTCP(t *testing.T) {
 		}
 	}
 	host := socat(t, u.Path)
-	args := []string{"test", "-count=1", "-json", "-timeout=" + timeout.Round(time.Second).String()}
+	// The engine-fault sweep is left out: it is about the adapter's
+	// answers to refusals, which its proxy makes whatever the transport,
+	// and its 60-odd attempts would add minutes to every CI run.
+	args := []string{"test", "-count=1", "-json", "-timeout=" + timeout.Round(time.Second).String(), "-skip=^TestEveryEngineRefusalIsReported$"}
 	if testing.Short() {
 		args = append(args, "-short")
 	}
