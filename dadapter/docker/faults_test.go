@@ -6,13 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/moby/moby/client"
 
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/dtest"
@@ -326,7 +323,7 @@ func runWithFault(w *world, src dadapter.Source, run func(*faultRun), plan *faul
 	if f.after != nil {
 		f.after()
 	}
-	if objs := w.ofRunner(f.owner.RunnerOwner); len(objs) > 0 {
+	if objs := w.carrying(LabelRunner, f.owner.RunnerOwner); len(objs) > 0 {
 		t.Errorf("left on the engine after the restart's recovery: %v", objs)
 	}
 	f.mu.Lock()
@@ -375,39 +372,6 @@ func engineCall(request string) string {
 	return method + " " + strings.Join(parts, "/")
 }
 
-// ofRunner lists the containers, volumes and networks labelled with the
-// runner owner.
-func (w *world) ofRunner(owner string) []string {
-	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f := make(client.Filters).Add("label", LabelRunner+"="+owner)
-	var out []string
-	cs, err := w.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	for _, c := range cs.Items {
-		out = append(out, "container "+c.Labels[LabelKind]+" "+strings.TrimPrefix(c.Names[0], "/"))
-	}
-	vs, err := w.cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	for _, v := range vs.Items {
-		out = append(out, "volume "+v.Labels[LabelKind]+" "+v.Name)
-	}
-	ns, err := w.cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	for _, n := range ns.Items {
-		out = append(out, "network "+n.Labels[LabelKind]+" "+n.Name)
-	}
-	slices.Sort(out)
-	return out
-}
-
 func orNothing(s string) string {
 	if s == "" {
 		return "(nothing)"
@@ -454,7 +418,7 @@ func TestAllocationFailsWithTheHostsReason(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("allocation: %v, %v; want it failed with %q", fs, err, want)
 			}
-			if objs := w.ofRunner(owner.RunnerOwner); len(objs) > 0 {
+			if objs := w.carrying(LabelRunner, owner.RunnerOwner); len(objs) > 0 {
 				t.Errorf("left on the engine: %v", objs)
 			}
 			d.mu.Lock()

@@ -179,16 +179,24 @@ func newSeeded(t *testing.T) *seeded {
 
 // labelled lists what the engine holds labelled with allocation ID id, as
 // "container <kind> <name>" and "volume <kind> <name>", sorted.
-func (w *world) labelled(id string) []string {
+func (w *world) labelled(id string) []string { return w.carrying(LabelAllocation, id) }
+
+// carrying lists the containers, volumes and networks whose label is
+// value, as "<type> <kind> <name>", sorted.
+func (w *world) carrying(label, value string) []string {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	f := make(client.Filters).Add("label", LabelAllocation+"="+id)
+	f := make(client.Filters).Add("label", label+"="+value)
 	cs, err := w.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	vs, err := w.cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	ns, err := w.cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -198,6 +206,9 @@ func (w *world) labelled(id string) []string {
 	}
 	for _, v := range vs.Items {
 		out = append(out, "volume "+v.Labels[LabelKind]+" "+v.Name)
+	}
+	for _, n := range ns.Items {
+		out = append(out, "network "+n.Labels[LabelKind]+" "+n.Name)
 	}
 	slices.Sort(out)
 	return out
