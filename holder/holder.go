@@ -156,13 +156,32 @@ type (
 	// SettledEv: D settled the invocation.
 	SettledEv struct{}
 	// Inspected: the audit and publication ended; Completed says the
-	// attempt completed.
-	Inspected struct{ Completed bool }
+	// attempt completed. Err says the decision could not be read: the
+	// result is not saved, and an unresolved marker holds the slot.
+	Inspected struct {
+		Completed bool
+		Err       error
+	}
+	// Overruled: the terminal write the holder asked for was not made as
+	// decided, and must be made again. A writable attempt's publication
+	// was refused by the Store's guards, or a first reason that arrived
+	// after the inspection skipped it (publication steps 3 and 4): the
+	// attempt did not complete, so its partial output is exported first.
+	// A read-only one's decision was overruled the same ways; it writes
+	// the new decision.
+	Overruled struct{}
 	// Exported: the partial-output export ended (a failed export is noted
 	// in the terminal row's diagnostic, never a reason to hold the slot).
 	Exported struct{}
 	// Wrote: the terminal write ended; Err says why it failed.
-	Wrote struct{ Err error }
+	// NotCompleted says it saved another state than the completion the
+	// inspection found (publication's completion guard ends the row
+	// cancelled when the task is no longer running): the commit is not
+	// kept.
+	Wrote struct {
+		Err          error
+		NotCompleted bool
+	}
 	// HostFilesRemoved: the host-side files' removal ended.
 	HostFilesRemoved struct{ Err error }
 	// StorageRemoved: removeTaskFilesystems ended.
@@ -184,6 +203,7 @@ func (PrepDeadline) event() string     { return "deadline" }
 func (SettledEv) event() string        { return "settled" }
 func (Inspected) event() string        { return "inspected" }
 func (Exported) event() string         { return "exported" }
+func (Overruled) event() string        { return "overruled" }
 func (Wrote) event() string            { return "wrote" }
 func (HostFilesRemoved) event() string { return "host-files-removed" }
 func (StorageRemoved) event() string   { return "storage-removed" }
@@ -342,17 +362,35 @@ func Step(h Holder, ev Event) (Holder, []Effect, error) {
 			if ev.Err != nil {
 				return h.hold(words.ResultNotSaved)
 			}
+			if ev.NotCompleted {
+				h.Completed = false
+			}
 			h.Phase = Written
 			if h.Launched && h.Policy.HostFiles {
 				return h, []Effect{RemoveHostFiles{}}, nil
 			}
 			return h.release()
+		case Overruled:
+			switch {
+			case !h.Launched:
+				// Ended without D's invocation: its write was decided
+				// without one, and nothing can overrule it.
+			case h.Policy.Writable && h.Completed:
+				h.Completed = false
+				h.Phase = Exporting
+				return h, []Effect{Export{}}, nil
+			case !h.Policy.Writable:
+				return h, []Effect{WriteTerminal{}}, nil
+			}
 		case PrepDeadline:
 			return h, nil, nil
 		}
 	case Inspecting:
 		switch ev := ev.(type) {
 		case Inspected:
+			if ev.Err != nil {
+				return h.hold(words.ResultNotSaved)
+			}
 			h.Completed = ev.Completed
 			if ev.Completed {
 				h.Phase = Settled

@@ -25,9 +25,10 @@ var events = []Event{
 	Stop{Reason: words.ReasonCancelled}, Stop{Reason: words.ReasonShutdown},
 	PrepDeadline{},
 	SettledEv{},
-	Inspected{Completed: true}, Inspected{},
+	Inspected{Completed: true}, Inspected{}, Inspected{Err: errX},
 	Exported{},
-	Wrote{}, Wrote{Err: errX},
+	Overruled{},
+	Wrote{}, Wrote{Err: errX}, Wrote{NotCompleted: true},
 	HostFilesRemoved{}, HostFilesRemoved{Err: errX},
 	StorageRemoved{}, StorageRemoved{Err: errX},
 	CommitReleased{},
@@ -45,6 +46,9 @@ func evString(e Event) string {
 		s += errWord(e.Err)
 	case Wrote:
 		s += errWord(e.Err)
+		if e.NotCompleted {
+			s += " not-completed"
+		}
 	case HostFilesRemoved:
 		s += errWord(e.Err)
 	case StorageRemoved:
@@ -55,6 +59,7 @@ func evString(e Event) string {
 		if e.Completed {
 			s += " completed"
 		}
+		s += errWord(e.Err)
 	}
 	return s
 }
@@ -89,12 +94,14 @@ func (h Holder) String() string {
 	return s
 }
 
-// policies are the two shapes of lane: a read-only one (Ask, planning,
-// suggestions) and the runner's writable attempts.
+// policies are the shapes of lane: a read-only one (Ask, planning), the
+// runner's read-only attempts (host-side files: the clone) and its
+// writable ones, and the suggestion coordinator's abandonable invocations.
 var policies = []struct {
 	name string
 	p    Policy
-}{{"read-only", Policy{}}, {"writable", Policy{Writable: true, HostFiles: true}}, {"abandonable", Policy{Abandonable: true}}}
+}{{"read-only", Policy{}}, {"read-only with host files", Policy{HostFiles: true}},
+	{"writable", Policy{Writable: true, HostFiles: true}}, {"abandonable", Policy{Abandonable: true}}}
 
 // canonical is, per phase, the holder an attempt on the main path has
 // there.
@@ -303,6 +310,10 @@ func canEnd(h Holder, edges map[Holder][]Holder) bool {
 func markerFor(h Holder, ev Event) string {
 	switch ev := ev.(type) {
 	case Wrote:
+		if ev.Err != nil {
+			return words.ResultNotSaved
+		}
+	case Inspected:
 		if ev.Err != nil {
 			return words.ResultNotSaved
 		}

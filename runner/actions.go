@@ -79,7 +79,7 @@ func (c *Coordinator) CancelAttempt(ctx context.Context, r ActionRequest) (resp 
 				return store.Response{}, err
 			}
 			if !c.stop(j, words.ReasonCancelled, "", tx) {
-				reason := j.firstReason
+				reason := j.h.First
 				if reason == "" {
 					reread, err := tx.Attempt(r.AttemptID)
 					if err != nil {
@@ -116,7 +116,7 @@ func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp sto
 					return store.Response{}, err
 				}
 			}
-			if j != nil && j.firstReason != "" {
+			if j != nil && j.h.First != "" {
 				// The first reason is already held (maybe unsaved): keep
 				// it; only cancel_requested is new.
 				outcome, attemptID, err := tx.CancelTask(r.PlanKey, r.ActionID, false)
@@ -151,7 +151,7 @@ func (c *Coordinator) CancelTask(ctx context.Context, r ActionRequest) (resp sto
 // records nothing and its resend checks again, so a stop never wins over a
 // context change it could not see.
 func (c *Coordinator) noticeStale(j *job, tx *store.Tx) error {
-	if j.firstReason != "" {
+	if j.h.First != "" {
 		return nil // the first reason wins (stop would refuse the stale one)
 	}
 	a, err := tx.Attempt(j.attemptID)

@@ -6,47 +6,57 @@ import (
 	"slices"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
 
-// job is the in-memory holder of one active attempt: its first reason, its
-// preparation, its handle and its storage. It is removed only after D settled
-// (or preparation ended), the terminal write succeeded, and every resource was
-// released; otherwise it turns into a marker.
+// job is the in-memory job of one active attempt: its holder (phase, first
+// reason), its preparation, its handle and its storage. It is removed only
+// after D settled (or preparation ended), the terminal write succeeded, and
+// every resource was released; otherwise the holder keeps it as a marker.
 type job struct {
 	attemptID string
 	planKey   string
 	kind      string
 	writable  bool
 
-	firstReason words.Reason // the first stop reason; later reasons never replace it
-	staleCause  string       // for first reason stale
-	reasonSaved bool         // false while the first-reason write has failed
+	// h is the attempt's place in the holder order (package holder): its
+	// phase, its first reason ("later reasons never replace it"), whether
+	// D has it, and the marker it is held under. The holder decides what
+	// comes next; the functions of launch.go, settlement.go and stop.go
+	// carry out its effects and report back.
+	h            holder.Holder
+	allocationID string // saved by admission; the storage is allocated under it
+	staleCause   string // for first reason stale
+	reasonSaved  bool   // false while the first-reason write has failed
 
 	// preparation
 	prepCancel    context.CancelFunc       // aborts the in-flight preparation step; nil when none
 	prepBusy      bool                     // a preparation step is in flight
-	prepTimedOut  bool                     // the attempt deadline aborted preparation
 	groupReported bool                     // the step in flight reported its process group
 	source        dadapter.Source          // what storage and the clone are made from
-	storage       dadapter.TaskFilesystems // nil until allocation returns
+	storage       dadapter.TaskFilesystems // nil until allocation returns, and again once removed
+	removed       dadapter.TaskFilesystems // the storage once removed: its commit ref may still be dropped
 	clone         dadapter.Clone           // the prepared clone, passed to D's start
 	tree          dadapter.TaskTree        // checkTaskTree's answer, passed to D's start
-	completed     bool                     // the terminal write said completed: its commit stays
 	baselineSaved bool                     // the storage's baseline and base are on the row
 	deadlineTimer Timer
 	budgetTimer   Timer
 
-	handle        dadapter.Handle // nil until D's start returned
-	startNotSaved bool            // pending → running failed for a storage error
-	settled       *dadapter.Settlement
-	finding       string // safety finding from the audit
+	handle  dadapter.Handle // nil until D's start returned
+	settled *dadapter.Settlement
+	// outcome is what the terminal write says, once decided: the failure
+	// that ended the preparation or the launch, or rule 2's decision after
+	// settlement (decided then), redecided after the export.
+	outcome outcome
+	decided bool
+	commit  string // the commit publication records (a writable attempt that completed)
+	finding string // safety finding from the audit
 	// scope is publication's scope finding (runner/scope.go): the
 	// changed paths the item does not declare, and the leaf entries of
 	// the commit that holds them. Empty Paths: nothing out of scope.
-	scope  store.ScopeFinding
-	ending bool // endWithoutHandle has begun: the attempt ends once
+	scope store.ScopeFinding
 }
 
 // AdmitRequest asks for one new attempt.
@@ -135,12 +145,14 @@ func (c *Coordinator) admitRequest(req store.AdmitRequest) store.AdmitRequest {
 // startJob creates the job for an admitted attempt and starts preparation.
 func (c *Coordinator) startJob(a store.Attempt) {
 	j := &job{attemptID: a.ID, planKey: a.PlanKey, kind: a.Kind, writable: words.Writable(a.Kind), reasonSaved: true,
-		source: dadapter.Source{Commit: a.Context.ReferencedCodeHash}}
+		allocationID: a.AllocationID, source: dadapter.Source{Commit: a.Context.ReferencedCodeHash}}
 	if c.deps.Repository != nil {
 		j.source.Repository = c.deps.Repository(a.PlanKey)
 	}
 	c.jobs[a.PlanKey] = j
 	c.traceAttempt(a.ID, "admitted %s %s %s pending", a.PlanKey, a.Kind, a.ID)
 	c.armTimers(j, a)
-	c.prepareStorage(j, a.AllocationID)
+	h, effs := holder.New(policyFor(j.kind))
+	j.h = h
+	c.do(j, effs)
 }

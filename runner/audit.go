@@ -112,7 +112,7 @@ func names(paths []string) string {
 // limit or was shut down is not audited": the first three carry a first
 // reason, and the time limit is D's own stop reason.
 func (c *Coordinator) auditsFailedRun(j *job, s dadapter.Settlement) bool {
-	return j.writable && j.storage != nil && j.firstReason == "" &&
+	return j.writable && j.storage != nil && j.h.First == "" &&
 		s.StopReason != words.StopTimeout && s.StopReason != words.StopShutdown && s.StopReason != words.StopCancelled
 }
 

@@ -260,7 +260,7 @@ func (c *Coordinator) publish() {
 		s.runs[k] = true
 	}
 	for k, j := range c.jobs {
-		s.tasks[k] = taskFacts{attemptID: j.attemptID, stopReason: j.firstReason, stopSaved: j.reasonSaved}
+		s.tasks[k] = taskFacts{attemptID: j.attemptID, stopReason: j.h.First, stopSaved: j.reasonSaved}
 	}
 	for k, m := range c.markers {
 		// No job shares a marker's task (reserve refuses one, and toMarker

@@ -26,21 +26,22 @@
 //	shutdown steps 1, 4, 5 and 5a         CloseAdmission (1), StopJobs (4), Drained (4, 5, 5a), Shutdown
 //	admission (two steps)                 Coordinator.Admit → reserve, store.Tx.Admit
 //	slot                                  Coordinator.slotsUsed, Config.Slots
-//	in-memory job                         job
+//	in-memory job                         job (its holder.Holder: phase, first reason, marker)
 //	unresolved marker                     marker, Status.Unresolved
-//	first reason                          job.firstReason, store.Tx.RecordFirstReason
-//	stop request (rule 1)                 Coordinator.stop, applyStop
+//	first reason                          holder.Holder.First (job.h), store.Tx.RecordFirstReason
+//	stop request (rule 1)                 Coordinator.stop, applyStop → holder.Stop
 //	Store.userAction                      store.Store.UserAction
 //	afterCommit                           store.Tx.AfterCommit
 //	preparation (AbortSignal)             prepareStorage, prepareClone, abortPreparation
-//	launch check                          Coordinator.launch
+//	launch check                          Coordinator.launch (the holder's Start)
 //	InvocationHandle.settled              dadapter.Handle.OnSettled
 //	handle.cancel(reason)                 dadapter.Handle.Cancel, holder.StopReasonFor
 //	live output (issue 8, not contract)   Deps.Output → dadapter.InvocationInput.Output
 //	rule 2 (terminal from first reason)   decideTerminal (settlement and recovery step 3)
 //	publication steps 1–5                 publishResult, publishNow, store.Tx.Publish
 //	terminal write                        writeTerminal, store.Tx.Finish
-//	task-storage holder order             finishAfterSettle, afterTerminal, release
+//	task-storage holder order             package holder (Step); here step, do and the effects: audit,
+//	                                      export, terminalWrite, removeHostFiles, release, releaseCommit, freeSlot
 //	prepareTaskFilesystems                dadapter.D.PrepareTaskFilesystems
 //	removeTaskFilesystems                 dadapter.D.RemoveTaskFilesystems
 //	exportTaskDiff / exportPartial        dadapter.D.ExportTaskDiff, exportPartial

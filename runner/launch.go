@@ -20,16 +20,19 @@ import (
 // for it to report; only then are host-side files removed and the terminal
 // state written (the "Launch" table).
 
+// Its end is the holder's Prepared: the tree check's answer, or the
+// first failure or stop.
+
 // prepareStorage starts the allocation under the allocation ID that the
 // admission transaction saved on the row, so a crash mid-allocation still
 // leaves a row that matches what D created.
-func (c *Coordinator) prepareStorage(j *job, allocationID string) {
+func (c *Coordinator) prepareStorage(j *job) {
 	if !c.markPreparationStarting(j) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	j.prepCancel, j.prepBusy = cancel, true
-	owner := dadapter.StorageOwner{RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, AllocationID: allocationID}
+	owner := dadapter.StorageOwner{RunnerOwner: c.cfg.Owner, AttemptID: j.attemptID, AllocationID: j.allocationID}
 	c.traceAttempt(j.attemptID, "prepare storage %s", j.attemptID)
 	c.deps.D.PrepareTaskFilesystems(ctx, owner, j.source, c.onGroup(j), func(fs dadapter.TaskFilesystems, err error) {
 		c.post(func() { c.storagePrepared(j, fs, err) })
@@ -47,7 +50,7 @@ func (c *Coordinator) storagePrepared(j *job, fs dadapter.TaskFilesystems, err e
 	// run: on the way to the clone it rides in the clone's "preparation
 	// starting" write (one commit fewer per attempt); on every other way
 	// out it is written on its own first.
-	if err != nil || j.firstReason != "" || j.prepTimedOut {
+	if err != nil || c.stopping(j) {
 		if werr := c.saveBaseline(j, nil); werr != nil && err == nil {
 			err = werr
 		}
@@ -178,71 +181,90 @@ func (c *Coordinator) onGroup(j *job) func(dadapter.ProcessGroup) {
 	}
 }
 
-// preparationStopped ends a job whose preparation was stopped or timed out
-// while a step ran; it reports whether it did.
-func (c *Coordinator) preparationStopped(j *job) bool {
-	switch {
-	case j.firstReason != "":
-		c.endWithoutHandle(j, terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause))
-		return true
-	case j.prepTimedOut:
-		c.endWithoutHandle(j, words.Failed, words.TimedOutWhilePreparing)
-		return true
-	}
-	return false
+// stopping reports whether j's preparation must go no further: a stop or
+// the attempt deadline came, or the holder has moved on (a stop that a
+// hook ran between two steps already ended it).
+func (c *Coordinator) stopping(j *job) bool {
+	return j.h.First != "" || j.h.PrepTimedOut || j.h.Phase != holder.Preparing
 }
 
-// preparationFailed: the step has already stopped its own subprocesses.
+// preparationStopped ends the preparation of a job that was stopped or
+// timed out while a step ran; it reports whether it did.
+func (c *Coordinator) preparationStopped(j *job) bool {
+	if !c.stopping(j) {
+		return false
+	}
+	if j.h.Phase == holder.Preparing {
+		c.step(j, holder.Prepared{})
+	}
+	return true
+}
+
+// preparationFailed ends the preparation with a failure; the step has
+// already stopped its own subprocesses. A first reason or the deadline,
+// if one came, decides the row instead (endOutcome).
 func (c *Coordinator) preparationFailed(j *job, diag string) {
 	if c.preparationStopped(j) {
 		return
 	}
-	c.endWithoutHandle(j, words.Failed, diag)
+	j.outcome = outcome{state: words.Failed, diagnostic: diag}
+	c.step(j, holder.Prepared{Err: errors.New(diag)})
 }
 
 // abortPreparation aborts the in-flight step. The job waits for that step
 // to report before it ends: the step's subprocesses may still be running.
+// Between two steps (a stop from a hook, or the launch check's budget)
+// nothing is in flight, and the preparation ends now.
 func (c *Coordinator) abortPreparation(j *job) {
+	if !j.prepBusy {
+		c.step(j, holder.Prepared{})
+		return
+	}
+	c.traceAttempt(j.attemptID, "abort preparation %s", j.attemptID)
 	if j.prepCancel != nil {
 		j.prepCancel()
 	}
 }
 
-// launch is the launch check and D's start call, in one event with no await
-// between them.
+// launch is the holder's Start: the launch check and D's start call, in
+// one event with no await between them. The check is the start's first
+// half, so a check that ends the attempt reports as a start that failed.
 func (c *Coordinator) launch(j *job) {
 	c.fp.Hook("runner/before-launch-check")
-	if c.jobs[j.planKey] != j || j.ending {
-		return // the hook ended the job
+	if j.h.First != "" {
+		c.launchFailed(j, outcome{}) // the hook stopped the job: that stop ends it, with no launch decision
+		return
 	}
 	a, task, present, err := c.read(j)
 	if err != nil {
-		c.endWithoutHandle(j, words.Failed, "launch check: "+err.Error())
+		c.launchFailed(j, outcome{state: words.Failed, diagnostic: "launch check: " + err.Error()})
 		return
 	}
-	if a.FirstReason != "" && j.firstReason == "" {
-		j.firstReason, j.staleCause = a.FirstReason, a.StaleCause
+	if a.FirstReason != "" && j.h.First == "" {
+		j.staleCause = a.StaleCause
+		c.step(j, holder.Stop{Reason: a.FirstReason})
 	}
-	if j.firstReason != "" {
-		c.traceAttempt(j.attemptID, "launch check %s: first reason %s", j.attemptID, j.firstReason)
-		c.endWithoutHandle(j, terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause))
+	if j.h.First != "" {
+		c.traceAttempt(j.attemptID, "launch check %s: first reason %s", j.attemptID, j.h.First)
+		c.launchFailed(j, outcome{})
 		return
 	}
 	if cause := store.StaleCause(a.Context, present); cause != "" {
 		c.traceAttempt(j.attemptID, "launch check %s: not current (%s)", j.attemptID, cause)
 		j.staleCause = cause
-		c.endWithoutHandle(j, words.Stale, cause)
+		c.launchFailed(j, outcome{state: words.Stale, diagnostic: cause})
 		return
 	}
 	now := c.deps.Clock.Now()
 	if task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline) {
 		c.traceAttempt(j.attemptID, "launch check %s: task budget spent", j.attemptID)
 		c.stop(j, words.ReasonTimeLimit, "", nil)
+		c.launchFailed(j, outcome{state: words.Failed, diagnostic: words.TaskTimeLimitReached})
 		return
 	}
 	if !now.Before(a.Deadline) {
 		c.traceAttempt(j.attemptID, "launch check %s: deadline passed", j.attemptID)
-		c.endWithoutHandle(j, words.Failed, words.TimedOutWhilePreparing)
+		c.launchFailed(j, outcome{state: words.Failed, diagnostic: words.TimedOutWhilePreparing})
 		return
 	}
 	in := dadapter.InvocationInput{
@@ -261,11 +283,7 @@ func (c *Coordinator) launch(j *job) {
 	h, err := c.deps.D.Start(in)
 	if err != nil {
 		c.traceAttempt(j.attemptID, "d start %s threw: %v", j.attemptID, err)
-		if j.firstReason != "" {
-			c.endWithoutHandle(j, terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause))
-		} else {
-			c.endWithoutHandle(j, words.Failed, "launch: "+err.Error())
-		}
+		c.launchFailed(j, outcome{state: words.Failed, diagnostic: "launch: " + err.Error()})
 		return
 	}
 	c.traceAttempt(j.attemptID, "d started %s", j.attemptID)
@@ -273,28 +291,42 @@ func (c *Coordinator) launch(j *job) {
 	h.OnSettled(func(s dadapter.Settlement) {
 		c.post(func() { c.settled(j, s) })
 	})
+	c.step(j, holder.Started{})
+}
+
+// launchFailed ends a launch that gave D nothing to run, with o for the
+// terminal write (a first reason, if one came, decides instead).
+func (c *Coordinator) launchFailed(j *job, o outcome) {
+	j.outcome = o
+	c.step(j, holder.Started{Err: errNotStarted})
+}
+
+var errNotStarted = errors.New("not started")
+
+// markRunning is the holder's SaveStart: pending → running.
+func (c *Coordinator) markRunning(j *job) {
 	c.fp.Hook("runner/before-mark-running")
-	err = c.write(func(tx *store.Tx) error { return tx.MarkRunning(j.attemptID) })
+	err := c.write(func(tx *store.Tx) error { return tx.MarkRunning(j.attemptID) })
 	switch {
 	case err == nil:
 		c.traceAttempt(j.attemptID, "running %s", j.attemptID)
 	case store.RefusalCode(err) == store.CodeFirstReasonSet:
 		// A stop landed while preparation finished: a normal stop. If the
-		// stop is already held in memory, applyStop has cancelled this
-		// handle with its reason; D is asked once.
-		cancelled := j.firstReason != ""
-		if a, rerr := c.deps.Store.Attempt(j.attemptID); rerr == nil && j.firstReason == "" {
-			j.firstReason, j.staleCause = a.FirstReason, a.StaleCause
+		// stop is already held in memory, D was asked to stop with its
+		// reason; D is asked once. If the row cannot be read either, the
+		// reason is unknown here: D runs on, and settlement's reread of
+		// the row (decide) ends it by that reason.
+		reason := j.h.First
+		if a, rerr := c.deps.Store.Attempt(j.attemptID); rerr == nil && reason == "" {
+			reason, j.staleCause = a.FirstReason, a.StaleCause
 		}
-		c.traceAttempt(j.attemptID, "pending → running refused %s: first reason %s", j.attemptID, j.firstReason)
-		if !cancelled {
-			h.Cancel(holder.StopReasonFor(j.firstReason))
-		}
+		c.traceAttempt(j.attemptID, "pending → running refused %s: first reason %s", j.attemptID, reason)
+		c.step(j, holder.Stop{Reason: reason})
+		err = nil
 	default:
 		c.traceAttempt(j.attemptID, "pending → running failed %s: %v", j.attemptID, err)
-		j.startNotSaved = true
-		h.Cancel(words.StopCaptureFailure)
 	}
+	c.step(j, holder.StartSaved{Err: err})
 }
 
 // read reads, in one transaction, what the launch check and settlement
@@ -313,38 +345,36 @@ func (c *Coordinator) read(j *job) (a store.Attempt, task store.Task, present st
 	return
 }
 
-// endWithoutHandle ends an attempt that never got a handle, in the order of
-// the "Launch" table: remove only the host-side files, write the terminal
-// state, then remove any task storage, then free the slot.
-func (c *Coordinator) endWithoutHandle(j *job, state words.State, diag string) {
-	if j.ending {
-		return // a stop between steps already ended it (for example from a hook right before the launch check)
-	}
-	j.ending = true
-	c.stopTimers(j)
-	c.removeHostFiles(j, func() {
-		if state == words.Failed && j.firstReason != "" {
-			// A stop landed while the host files were being removed: its
-			// first reason decides the row, as it would have a moment
-			// earlier.
-			state, diag = terminalForReason(j.firstReason), reasonDiagnostic(j.firstReason, j.staleCause)
+// endOutcome is the terminal write of an attempt that ended without D's
+// invocation (the "Launch" table): the failure that ended it, unless a
+// first reason came (a stop that landed while the host files were being
+// removed decides the row, as it would have a moment earlier) or the
+// attempt deadline aborted the preparation.
+func (c *Coordinator) endOutcome(j *job) outcome {
+	o := j.outcome
+	if o.state == "" || o.state == words.Failed {
+		switch {
+		case j.h.First != "":
+			o = outcome{state: terminalForReason(j.h.First), diagnostic: reasonDiagnostic(j.h.First, j.staleCause)}
+		case j.h.PrepTimedOut:
+			o = outcome{state: words.Failed, diagnostic: words.TimedOutWhilePreparing}
 		}
-		c.writeTerminal(j, outcome{state: state, diagnostic: diag, staleCause: j.staleCause}, func() { c.release(j) })
-	})
+	}
+	o.staleCause = j.staleCause
+	return o
 }
 
 // removeHostFiles removes the attempt directory (and the clone in it).
-func (c *Coordinator) removeHostFiles(j *job, next func()) {
+func (c *Coordinator) removeHostFiles(j *job) {
 	dir := c.attemptDir(j.attemptID)
 	var err error
 	c.goWork(func() { err = os.RemoveAll(dir) }, func() {
 		if err != nil {
 			c.traceAttempt(j.attemptID, "host files of %s not removed: %v", j.attemptID, err)
-			c.toMarker(j, words.PreparationNotRemoved)
-			return
+		} else {
+			c.traceAttempt(j.attemptID, "host files removed %s", j.attemptID)
 		}
-		c.traceAttempt(j.attemptID, "host files removed %s", j.attemptID)
-		next()
+		c.step(j, holder.HostFilesRemoved{Err: err})
 	})
 }
 

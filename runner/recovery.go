@@ -436,7 +436,11 @@ func (c *Coordinator) removeRecoveredStorage(matched []recoveredStorage, next fu
 					return
 				}
 				c.traceAttempt(m.row.ID, "recovery: storage removed %s", m.row.ID)
-				c.releaseCommit(m.row.ID, words.Writable(m.row.Kind) && m.row.State != words.Completed, m.fs, func() { step(i + 1) })
+				if !words.Writable(m.row.Kind) || m.row.State == words.Completed {
+					step(i + 1)
+					return
+				}
+				c.dropCommit(m.row.ID, m.fs, func() { step(i + 1) })
 			})
 		})
 	}

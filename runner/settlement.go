@@ -6,40 +6,58 @@ import (
 	"errors"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
 
 // settled handles D's settlement: the container and its capture stopped.
+// The holder goes on: a writable attempt to its audit (audit), a
+// read-only one to its terminal write (terminalWrite), one whose start was
+// never saved to its marker.
 func (c *Coordinator) settled(j *job, s dadapter.Settlement) {
 	j.settled = &s
-	c.stopTimers(j)
 	c.traceAttempt(j.attemptID, "settled %s stop=%q exit=%d", j.attemptID, s.StopReason, s.ExitCode)
 	if len(s.Unreleased) > 0 {
 		c.unreleased = true // recorded durably with the terminal write, before the slot is freed
 	}
-	if j.startNotSaved {
-		// The row is still pending: only startup recovery can reconcile it.
-		c.toMarker(j, words.StartNotSaved)
-		return
-	}
-	o, _, err := c.decide(j)
-	if err != nil {
-		c.traceAttempt(j.attemptID, "settlement read failed %s: %v", j.attemptID, err)
-		c.toMarker(j, words.ResultNotSaved)
+	c.step(j, holder.SettledEv{})
+}
+
+// audit is a writable attempt's inspection, the holder's Audit: rule 2's
+// decision, then publication's audit and commit extraction when it
+// publishes, or the audit of a failed run for a finding. It reports
+// Inspected, completed when publication's write is to follow.
+func (c *Coordinator) audit(j *job) {
+	if !c.decideNow(j) {
+		c.step(j, holder.Inspected{Err: errNotDecided})
 		return
 	}
 	switch {
-	case o.publish:
+	case j.outcome.publish:
 		c.publishResult(j)
-	case c.auditsFailedRun(j, s):
+	case c.auditsFailedRun(j, *j.settled):
 		c.inspect(j, func(finding string, _ dadapter.ChangeManifest) {
 			j.finding = finding
-			c.finishAfterSettle(j, o)
+			c.step(j, holder.Inspected{})
 		})
 	default:
-		c.finishAfterSettle(j, o)
+		c.step(j, holder.Inspected{})
 	}
+}
+
+var errNotDecided = errors.New("the settlement could not be read")
+
+// decideNow decides j's terminal write by rule 2 (decide), once; it
+// reports false when the rows could not be read.
+func (c *Coordinator) decideNow(j *job) bool {
+	o, _, err := c.decide(j)
+	if err != nil {
+		c.traceAttempt(j.attemptID, "settlement read failed %s: %v", j.attemptID, err)
+		return false
+	}
+	j.outcome, j.decided = o, true
+	return true
 }
 
 // decide reads durable state and applies rule 2 (decideTerminal) with the
@@ -50,7 +68,7 @@ func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
 	if err != nil {
 		return outcome{}, a, err
 	}
-	first, cause := j.firstReason, j.staleCause
+	first, cause := j.h.First, j.staleCause
 	if first == "" {
 		first, cause = a.FirstReason, a.StaleCause
 	}
@@ -69,41 +87,48 @@ func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
 		timeoutMinutes: int(a.Deadline.Sub(a.CreatedAt).Minutes()),
 	}
 	o := decideTerminal(f)
-	if first != "" && j.firstReason == "" {
-		j.firstReason, j.staleCause = first, cause
+	if first != "" && j.h.First == "" {
+		// A reason recorded by a writer this process did not see: from
+		// here memory holds it too (publication step 3 reads memory).
+		j.staleCause = cause
+		c.step(j, holder.Stop{Reason: first})
 	}
 	return o, a, nil
 }
 
-// publishResult is publication: for a writable attempt the file-scope
+// publishResult is publication for a writable attempt: the file-scope
 // audit reads what the agent changed and the commit is taken out of task
-// storage (both before any Store write), then one transaction runs every
-// guard and writes completed with the ledger entry. An audit finding is
-// written instead of a commit: the attempt completes, the task goes to
-// needs human, and nothing of the agent's work is committed or fetched.
+// storage (both before any Store write); publishNow's one transaction then
+// runs every guard and writes completed with the ledger entry. An audit
+// finding is written instead of a commit: the attempt completes, the task
+// goes to needs human, and nothing of the agent's work is committed or
+// fetched.
 func (c *Coordinator) publishResult(j *job) {
-	if !j.writable {
-		c.publishNow(j, "")
-		return
-	}
 	if j.storage == nil {
-		c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the commit could not be taken: task storage is gone"})
+		c.notPublished(j, "the commit could not be taken: task storage is gone")
 		return
 	}
 	c.inspect(j, func(finding string, m dadapter.ChangeManifest) {
 		if finding != "" {
 			j.finding = finding
-			c.publishNow(j, "")
+			c.step(j, holder.Inspected{Completed: true})
 			return
 		}
 		paths, err := c.outOfScope(j, m)
 		if err != nil {
-			c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: "the scope audit could not read the plan item: " + err.Error()})
+			c.notPublished(j, "the scope audit could not read the plan item: "+err.Error())
 			return
 		}
 		j.scope.Paths = paths
 		c.takeCommit(j)
 	})
+}
+
+// notPublished ends the inspection of an attempt that rule 2 would have
+// published, failed with diag.
+func (c *Coordinator) notPublished(j *job, diag string) {
+	j.outcome = outcome{state: words.Failed, diagnostic: diag}
+	c.step(j, holder.Inspected{})
 }
 
 // takeCommit is step 5's first half: commitTaskChanges returns the commit,
@@ -117,11 +142,12 @@ func (c *Coordinator) takeCommit(j *job) {
 			cancel()
 			if err != nil {
 				c.traceAttempt(j.attemptID, "commit extraction failed %s: %v", j.attemptID, err)
-				c.finishAfterSettle(j, outcome{state: words.Failed, diagnostic: commitFailure(err)})
+				c.notPublished(j, commitFailure(err))
 			} else {
 				c.traceAttempt(j.attemptID, "commit extracted %s %s", j.attemptID, b.Commit)
+				j.commit = b.Commit
 				j.scope.Leaves, j.scope.LeavesCut = b.Leaves, b.LeavesCut
-				c.publishNow(j, b.Commit)
+				c.step(j, holder.Inspected{Completed: true})
 			}
 		})
 	})
@@ -137,25 +163,44 @@ func commitFailure(err error) string {
 	return "the commit could not be taken: " + err.Error()
 }
 
-// publishNow is publication steps 3 and 4.
-func (c *Coordinator) publishNow(j *job, commit string) {
+// terminalWrite is the holder's WriteTerminal: for an attempt that ended
+// without D, the failure or stop that ended it; for a settled one,
+// publication (steps 3 and 4) when rule 2 publishes, else rule 2's
+// decision, made now for a read-only attempt (a writable one decided it
+// at its audit, and again after its export).
+func (c *Coordinator) terminalWrite(j *job) {
+	switch {
+	case !j.h.Launched:
+		c.writeTerminal(j, c.endOutcome(j))
+	case !j.decided && !c.decideNow(j):
+		c.step(j, holder.Wrote{Err: errNotDecided})
+	case j.outcome.publish:
+		c.publishNow(j)
+	default:
+		c.writeTerminal(j, j.outcome)
+	}
+}
+
+// publishNow is publication steps 3 and 4. A decision they overrule is
+// written instead, after the partial output's export for a writable
+// attempt (holder.Overruled).
+func (c *Coordinator) publishNow(j *job) {
 	c.fp.Hook("runner/before-publish")
-	if j.firstReason != "" {
+	if j.h.First != "" {
 		// Step 3: a first reason held in memory (its write failed, or a
 		// stop arrived after validation) skips publication.
-		c.traceAttempt(j.attemptID, "publication skipped %s: first reason %s in memory", j.attemptID, j.firstReason)
-		o, _, err := c.decide(j)
-		if err != nil {
-			c.toMarker(j, words.ResultNotSaved)
+		c.traceAttempt(j.attemptID, "publication skipped %s: first reason %s in memory", j.attemptID, j.h.First)
+		if !c.decideNow(j) {
+			c.step(j, holder.Wrote{Err: errNotDecided})
 			return
 		}
-		c.finishAfterSettle(j, o)
+		c.overrule(j)
 		return
 	}
 	var state words.State
 	err := c.withFinding(j, func(tx *store.Tx) (err error) {
-		state, err = tx.Publish(j.attemptID, j.settled.Output, commit, j.settled.ExitCode)
-		if err == nil && state == words.Completed && commit != "" && len(j.scope.Paths) > 0 {
+		state, err = tx.Publish(j.attemptID, j.settled.Output, j.commit, j.settled.ExitCode)
+		if err == nil && state == words.Completed && j.commit != "" && len(j.scope.Paths) > 0 {
 			err = c.pauseForScope(tx, j)
 		}
 		return err
@@ -163,40 +208,45 @@ func (c *Coordinator) publishNow(j *job, commit string) {
 	switch {
 	case err == nil:
 		c.traceAttempt(j.attemptID, "published %s %s", j.attemptID, state)
-		c.afterTerminal(j, state)
+		c.step(j, holder.Wrote{NotCompleted: state != words.Completed})
 	case isRefusal(err):
 		// Step 4: reread durable state and settle by the rules above,
 		// keeping the original diagnostic. The fetched ref is dropped with
 		// the storage.
 		c.traceAttempt(j.attemptID, "publication refused %s: %v", j.attemptID, err)
-		o, _, rerr := c.decide(j)
-		if rerr != nil {
-			c.toMarker(j, words.ResultNotSaved)
+		if !c.decideNow(j) {
+			c.step(j, holder.Wrote{Err: errNotDecided})
 			return
 		}
-		if o.publish { // nothing changed that rule 2 sees: the refusal decides
-			o = outcome{state: words.Failed, diagnostic: "result refused: " + err.Error()}
+		if j.outcome.publish { // nothing changed that rule 2 sees: the refusal decides
+			j.outcome = outcome{state: words.Failed, diagnostic: "result refused: " + err.Error()}
 		}
-		c.finishAfterSettle(j, o)
+		c.overrule(j)
 	default:
 		c.traceAttempt(j.attemptID, "publication failed %s: %v", j.attemptID, err)
-		c.toMarker(j, words.ResultNotSaved)
+		c.step(j, holder.Wrote{Err: err})
 	}
+}
+
+// overrule has the holder make the terminal write again with j's new
+// decision, which publishes nothing: publication is tried once.
+func (c *Coordinator) overrule(j *job) {
+	j.outcome.publish = false
+	c.step(j, holder.Overruled{})
 }
 
 func isRefusal(err error) bool { _, ok := store.IsRefusal(err); return ok }
 
-// finishAfterSettle follows the task-storage holder order: settled → the
-// partial-output export (a writable attempt that did not complete) → the
-// terminal write with diagnostic_ref → host files → removeTaskFilesystems →
-// the slot is freed.
-func (c *Coordinator) finishAfterSettle(j *job, o outcome) {
-	if !j.writable || j.storage == nil {
-		c.writeTerminal(j, o, func() { c.afterTerminal(j, o.state) })
+// export is the holder's Export: a writable attempt that did not
+// complete has its partial output exported (its diagnostic_ref), and its
+// decision made again, since the row was running meanwhile (redecide).
+func (c *Coordinator) export(j *job) {
+	if j.storage == nil {
+		c.step(j, holder.Exported{})
 		return
 	}
 	c.exportPartial(j, func(ref, exportErr string) {
-		o := c.redecide(j, o)
+		o := c.redecide(j, j.outcome)
 		if exportErr != "" {
 			if o.diagnostic != "" {
 				o.diagnostic += "; "
@@ -204,7 +254,8 @@ func (c *Coordinator) finishAfterSettle(j *job, o outcome) {
 			o.diagnostic += exportErr
 		}
 		o.diagnosticRef = ref
-		c.writeTerminal(j, o, func() { c.afterTerminal(j, o.state) })
+		j.outcome = o
+		c.step(j, holder.Exported{})
 	})
 }
 
@@ -228,10 +279,11 @@ func (c *Coordinator) redecide(j *job, o outcome) outcome {
 	return n
 }
 
-// writeTerminal is the terminal write. On failure the job becomes a marker
-// that holds the slot and keeps the first reason in memory.
-func (c *Coordinator) writeTerminal(j *job, o outcome, next func()) {
-	first := j.firstReason
+// writeTerminal is the terminal write of o. On failure the holder keeps
+// the job as a marker that holds the slot and keeps the first reason in
+// memory.
+func (c *Coordinator) writeTerminal(j *job, o outcome) {
+	first := j.h.First
 	if o.state == words.Failed && first != "" && first != words.ReasonShutdown {
 		first = "" // unreachable by rule 2; keep Legal's view consistent
 	}
@@ -252,14 +304,14 @@ func (c *Coordinator) writeTerminal(j *job, o outcome, next func()) {
 	err := c.withFinding(j, func(tx *store.Tx) error { return tx.Finish(j.attemptID, term) })
 	if err != nil {
 		c.traceAttempt(j.attemptID, "terminal write failed %s: %v", j.attemptID, err)
-		c.toMarker(j, words.ResultNotSaved)
+		c.step(j, holder.Wrote{Err: err})
 		return
 	}
 	c.traceAttempt(j.attemptID, "terminal %s %s %q", j.attemptID, o.state, o.diagnostic)
 	if o.diagnosticRef != "" {
 		c.retention()
 	}
-	next()
+	c.step(j, holder.Wrote{})
 }
 
 // withFinding runs a terminal write through the shutdown capability with
@@ -287,20 +339,10 @@ func (c *Coordinator) withFinding(j *job, write func(tx *store.Tx) error) error 
 	return c.deps.Capability.Update(write)
 }
 
-// afterTerminal releases what outlives the terminal write, in order.
-func (c *Coordinator) afterTerminal(j *job, state words.State) {
-	j.completed = state == words.Completed
-	if j.handle == nil {
-		c.release(j)
-		return
-	}
-	c.removeHostFiles(j, func() { c.release(j) })
-}
-
-// release removes task storage, then frees the slot and drops the job.
+// release is the holder's RemoveStorage: removeTaskFilesystems.
 func (c *Coordinator) release(j *job) {
 	if j.storage == nil {
-		c.freeSlot(j)
+		c.step(j, holder.StorageRemoved{})
 		return
 	}
 	fs := j.storage
@@ -308,30 +350,35 @@ func (c *Coordinator) release(j *job) {
 		c.post(func() {
 			if err != nil {
 				c.traceAttempt(j.attemptID, "storage not removed %s: %v", j.attemptID, err)
-				c.toMarker(j, words.StorageNotRemoved)
 			} else {
 				c.traceAttempt(j.attemptID, "storage removed %s", j.attemptID)
-				j.storage = nil
-				c.releaseCommit(j.attemptID, j.writable && !j.completed, fs, func() { c.freeSlot(j) })
+				j.storage, j.removed = nil, fs
 			}
+			c.step(j, holder.StorageRemoved{Err: err})
 		})
 	})
 }
 
-// releaseCommit is the "Release" row of the runner-owned repository: after
+// releaseCommit is the holder's ReleaseCommit: the removed storage's
+// commit ref is dropped (dropCommit).
+func (c *Coordinator) releaseCommit(j *job) {
+	if j.removed == nil { // no storage was ever allocated: no commit to drop
+		c.step(j, holder.CommitReleased{})
+		return
+	}
+	c.dropCommit(j.attemptID, j.removed, func() { c.step(j, holder.CommitReleased{}) })
+}
+
+// dropCommit is the "Release" row of the runner-owned repository: after
 // the terminal write and the storage's removal, the commit ref of a
 // writable attempt that did not complete is dropped (a refused
 // publication's fetched commit among them). A ref left behind is garbage
 // in the runner-owned repository, not a hazard: a failure is traced, and
 // the slot is freed all the same. then runs on the loop once the drop has
-// ended (at once when there is nothing to drop): the job ends only then, so
-// shutdown, which awaits every job, never exits with the drop's git
-// process still writing the runner-owned repository.
-func (c *Coordinator) releaseCommit(attemptID string, drop bool, fs dadapter.TaskFilesystems, then func()) {
-	if !drop {
-		then()
-		return
-	}
+// ended: the job ends only then, so shutdown, which awaits every job,
+// never exits with the drop's git process still writing the runner-owned
+// repository.
+func (c *Coordinator) dropCommit(attemptID string, fs dadapter.TaskFilesystems, then func()) {
 	c.deps.D.ReleaseTaskCommit(fs, func(err error) {
 		c.post(func() {
 			if err != nil {
@@ -359,7 +406,7 @@ func (c *Coordinator) toMarker(j *job, reason string) {
 		return
 	}
 	delete(c.jobs, j.planKey)
-	c.markers[j.planKey] = &marker{attemptID: j.attemptID, reason: reason, firstReason: j.firstReason}
+	c.markers[j.planKey] = &marker{attemptID: j.attemptID, reason: reason, firstReason: j.h.First}
 	c.traceAttempt(j.attemptID, "unresolved %s %s", j.attemptID, reason)
 	c.itemEnded(j)
 }

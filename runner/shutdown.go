@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -56,11 +57,11 @@ func (c *Coordinator) StopJobs(ctx context.Context) error {
 func (c *Coordinator) stopJobs() {
 	for _, key := range c.sortedJobKeys() {
 		j := c.jobs[key]
-		if j.settled != nil || j.ending {
+		if j.h.Phase >= holder.Settled {
 			continue // already on its way out through the holder order
 		}
 		if !c.stop(j, words.ReasonShutdown, "", nil) {
-			c.traceAttempt(j.attemptID, "shutdown: %s keeps first reason %s", j.attemptID, j.firstReason)
+			c.traceAttempt(j.attemptID, "shutdown: %s keeps first reason %s", j.attemptID, j.h.First)
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 // throws, the stop applies at once, shown as not saved. It reports whether
 // this stop became the first reason (false: an earlier reason wins).
 func (c *Coordinator) stop(j *job, reason words.Reason, staleCause string, tx *store.Tx) bool {
-	if j.firstReason != "" {
+	if j.h.First != "" {
 		return false // the first reason wins, in memory
 	}
 	var err error
@@ -77,30 +77,16 @@ func (c *Coordinator) noteUnsavedStop(j *job) {
 	f.Close()
 }
 
-// applyStop is the in-memory effect of a stop: the job's first reason, then
-// abort preparation or cancel D with the matching reason.
+// applyStop is the in-memory effect of a stop: the holder keeps the
+// first reason and asks for the preparation's abort or D's cancel with
+// the matching reason.
 func (c *Coordinator) applyStop(j *job, reason words.Reason, staleCause string, saved bool) {
-	if c.jobs[j.planKey] != j {
-		return // the job ended meanwhile
+	if c.jobs[j.planKey] != j || j.h.First != "" {
+		return // the job ended meanwhile, or an earlier reason wins
 	}
-	if j.firstReason != "" {
-		return
-	}
-	j.firstReason, j.staleCause, j.reasonSaved = reason, staleCause, saved
+	j.staleCause, j.reasonSaved = staleCause, saved
 	c.traceAttempt(j.attemptID, "stopping %s: %s (saved=%v)", j.attemptID, reason, saved)
-	switch {
-	case j.handle != nil:
-		if j.settled == nil {
-			j.handle.Cancel(holder.StopReasonFor(reason))
-			c.traceAttempt(j.attemptID, "d cancel %s %s", j.attemptID, holder.StopReasonFor(reason))
-		}
-	case j.prepBusy:
-		c.traceAttempt(j.attemptID, "abort preparation %s", j.attemptID)
-		c.abortPreparation(j)
-	default:
-		// Between preparation steps (or before launch): end it now.
-		c.preparationStopped(j)
-	}
+	c.step(j, holder.Stop{Reason: reason})
 }
 
 // armTimers arms the attempt deadline (preparation only: once D has a
@@ -126,18 +112,15 @@ func (c *Coordinator) stopTimers(j *job) {
 
 // deadlinePassed: before D's start, the job aborts preparation with timeout
 // and records no first reason; the row ends failed "Timed out while
-// preparing". After D's start the deadline is D's to enforce.
+// preparing". After D's start the deadline is D's to enforce. A deadline
+// whose event arrives after the preparation ended changes nothing (the
+// holder takes it and does nothing).
 func (c *Coordinator) deadlinePassed(j *job) {
-	if c.jobs[j.planKey] != j || j.handle != nil || j.firstReason != "" {
+	if c.jobs[j.planKey] != j || j.h.Launched || j.h.First != "" || j.h.PrepTimedOut {
 		return
 	}
 	c.traceAttempt(j.attemptID, "attempt deadline passed while preparing %s", j.attemptID)
-	j.prepTimedOut = true
-	if j.prepBusy {
-		c.abortPreparation(j)
-		return
-	}
-	c.preparationStopped(j)
+	c.step(j, holder.PrepDeadline{})
 }
 
 // budgetSpent follows rule 1 with first reason time-limit (rule 4).

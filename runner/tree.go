@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/codeboost/codeboost/dadapter"
+	"github.com/codeboost/codeboost/holder"
 	"github.com/codeboost/codeboost/plan"
 	"github.com/codeboost/codeboost/store"
-	"github.com/codeboost/codeboost/words"
 )
 
 // This file is checkTaskTree (#81), publication step 2's last step before
@@ -48,13 +48,13 @@ func (c *Coordinator) treeChecked(j *job, t dadapter.TaskTree, err error) {
 	case errors.Is(err, dadapter.ErrTaskTreeRefused):
 		j.finding = "the task tree was refused before launch: " + err.Error()
 		c.traceAttempt(j.attemptID, "safety finding %s: %s", j.attemptID, j.finding)
-		c.endWithoutHandle(j, words.Failed, "task tree refused: "+err.Error())
+		c.preparationFailed(j, "task tree refused: "+err.Error())
 	case err != nil:
-		c.endWithoutHandle(j, words.Failed, "task tree check: "+err.Error())
+		c.preparationFailed(j, "task tree check: "+err.Error())
 	default:
 		c.traceAttempt(j.attemptID, "tree ready %s", j.attemptID)
 		j.tree = t
-		c.launch(j)
+		c.step(j, holder.Prepared{}) // → the holder's Start: launch
 	}
 }
 

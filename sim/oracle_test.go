@@ -122,7 +122,7 @@ func allSettleCases() []settleCase {
 // is freed afterwards.
 //
 // kills: mutant/no-first-reason-wins mutant/no-stale-precedence mutant/shutdown-beats-d-reason
-// kills: mutant/error-ignores-context mutant/lose-memory-reason mutant/free-slot-on-cancel
+// kills: mutant/error-ignores-context mutant/lose-memory-reason
 // kills: mutant/time-limit-beats-cancel
 func TestSettlementOracle(t *testing.T) {
 	for _, m := range runOracle(t, allSettleCases()) {
