@@ -58,6 +58,9 @@ type UnitCover struct {
 	// All says its coverage run failed or wrote nothing: the unit is then
 	// chosen for every mutant.
 	All bool `json:"all,omitempty"`
+	// Why says what failed when All is set, for the person reading the
+	// coverage file (or a test that expected a selection).
+	Why string `json:"why,omitempty"`
 	// Lines are, per module-relative file, the first lines of the blocks
 	// the run executed, sorted.
 	Lines map[string][]int `json:"lines,omitempty"`
@@ -224,29 +227,35 @@ func (s *Sweep) CollectCoverage(ctx context.Context, cov *Coverage, progress fun
 // coverage cannot be read, marks the unit All: selection must never drop
 // a test it knows nothing about.
 func (s *Sweep) coverUnit(ctx context.Context, st Stage, bin, dir, module, pkgs, test string) UnitCover {
-	u := UnitCover{Test: test, All: true}
+	all := func(why string) UnitCover { return UnitCover{Test: test, All: true, Why: why} }
 	covdir, err := os.MkdirTemp(dir, "unit-")
 	if err != nil {
-		return u
+		return all(err.Error())
 	}
 	defer os.RemoveAll(covdir)
 	one := st
 	one.Run = mutant.Pattern([]string{test})
 	env := []string{"GOCOVERDIR=" + covdir, CoverPkgEnv + "=" + pkgs}
 	res, err := s.runStage(ctx, one, bin, "", s.timeout(st), env, "-test.gocoverdir="+covdir)
-	if err != nil || failedRun(res) || len(res.Passed) == 0 {
-		return u
+	switch {
+	case err != nil:
+		return all("run: " + err.Error())
+	case failedRun(res) || len(res.Passed) == 0:
+		out := res.Output
+		if len(out) > 2000 {
+			out = out[len(out)-2000:]
+		}
+		return all(fmt.Sprintf("run: %d passed, failed %v, error %v: %s", len(res.Passed), res.Failed, res.Err, out))
 	}
 	profile := filepath.Join(dir, filepath.Base(covdir)+".txt")
 	defer os.Remove(profile)
 	cmd := exec.CommandContext(ctx, mutant.GoCommand(), "tool", "covdata", "textfmt", "-i="+covdir, "-o="+profile)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		_ = out
-		return u
+		return all(fmt.Sprintf("covdata: %v: %s", err, out))
 	}
 	lines, err := executedLines(profile, module)
 	if err != nil {
-		return u
+		return all(err.Error())
 	}
 	return UnitCover{Test: test, Lines: lines}
 }

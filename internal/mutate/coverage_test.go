@@ -128,6 +128,11 @@ func TestCoverageSelectsTests(t *testing.T) {
 			got, ok := cov.Select("./lib", guard(fn))
 			if !ok || !slices.Equal(got, want) {
 				t.Errorf("%s: %s chooses %v, want %v", c.st.Run, fn, got, want)
+				for _, u := range cov.Stages["./lib"] {
+					if u.All {
+						t.Logf("unit %s is chosen for every mutant: %s", u.Test, u.Why)
+					}
+				}
 			}
 		}
 		if _, ok := cov.Select("./other", clamp); ok {
