@@ -48,8 +48,9 @@ func (c *Coordinator) audit(j *job) {
 
 var errNotDecided = errors.New("the settlement could not be read")
 
-// decideNow decides j's terminal write by rule 2 (decide), once; it
-// reports false when the rows could not be read.
+// decideNow makes j's decision by rule 2 (decide): at settlement, and
+// again when publication is skipped or refused. It reports false when
+// the rows could not be read.
 func (c *Coordinator) decideNow(j *job) bool {
 	o, _, err := c.decide(j)
 	if err != nil {
