@@ -371,15 +371,15 @@ func Step(h Holder, ev Event) (Holder, []Effect, error) {
 			}
 			return h.release()
 		case Overruled:
+			// Only a settled attempt's decision can be overruled (one that
+			// ended without D wrote what ended it), and a writable one's
+			// only once its inspection found it completed.
 			switch {
-			case !h.Launched:
-				// Ended without D's invocation: its write was decided
-				// without one, and nothing can overrule it.
-			case h.Policy.Writable && h.Completed:
+			case h.Launched && h.Policy.Writable && h.Completed:
 				h.Completed = false
 				h.Phase = Exporting
 				return h, []Effect{Export{}}, nil
-			case !h.Policy.Writable:
+			case h.Launched && !h.Policy.Writable:
 				return h, []Effect{WriteTerminal{}}, nil
 			}
 		case PrepDeadline:

@@ -36,8 +36,7 @@ type job struct {
 	prepBusy      bool                     // a preparation step is in flight
 	groupReported bool                     // the step in flight reported its process group
 	source        dadapter.Source          // what storage and the clone are made from
-	storage       dadapter.TaskFilesystems // nil until allocation returns, and again once removed
-	removed       dadapter.TaskFilesystems // the storage once removed: its commit ref may still be dropped
+	storage       dadapter.TaskFilesystems // nil until allocation returns (and for good if it failed)
 	clone         dadapter.Clone           // the prepared clone, passed to D's start
 	tree          dadapter.TaskTree        // checkTaskTree's answer, passed to D's start
 	baselineSaved bool                     // the storage's baseline and base are on the row

@@ -346,14 +346,12 @@ func (c *Coordinator) release(j *job) {
 		c.step(j, holder.StorageRemoved{})
 		return
 	}
-	fs := j.storage
-	c.deps.D.RemoveTaskFilesystems(fs, func(err error) {
+	c.deps.D.RemoveTaskFilesystems(j.storage, func(err error) {
 		c.post(func() {
 			if err != nil {
 				c.traceAttempt(j.attemptID, "storage not removed %s: %v", j.attemptID, err)
 			} else {
 				c.traceAttempt(j.attemptID, "storage removed %s", j.attemptID)
-				j.storage, j.removed = nil, fs
 			}
 			c.step(j, holder.StorageRemoved{Err: err})
 		})
@@ -363,11 +361,11 @@ func (c *Coordinator) release(j *job) {
 // releaseCommit is the holder's ReleaseCommit: the removed storage's
 // commit ref is dropped (dropCommit).
 func (c *Coordinator) releaseCommit(j *job) {
-	if j.removed == nil { // no storage was ever allocated: no commit to drop
+	if j.storage == nil { // no storage was ever allocated: no commit to drop
 		c.step(j, holder.CommitReleased{})
 		return
 	}
-	c.dropCommit(j.attemptID, j.removed, func() { c.step(j, holder.CommitReleased{}) })
+	c.dropCommit(j.attemptID, j.storage, func() { c.step(j, holder.CommitReleased{}) })
 }
 
 // dropCommit is the "Release" row of the runner-owned repository: after
