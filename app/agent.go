@@ -30,6 +30,9 @@ const engineTimeout = 30 * time.Second
 // startup error, never a silent fallback: the engine must answer, the
 // helper image must build and the agent image must be on the engine.
 func (a *App) newD() (dadapter.D, error) {
+	if p := a.opt.Parts; p != nil {
+		return p.D, nil
+	}
 	if a.opt.Demo {
 		return demo.New(demo.Options{Loop: a.loop, Clock: a.clock, Seed: uint64(time.Now().UnixNano())}).D(), nil
 	}
@@ -86,6 +89,9 @@ type EngineOptions struct {
 // attempts on D under owner tokens of their own, not through this runner.
 // The demo's simulated agent writes nothing real, so it runs every kind.
 func (a *App) kinds() (kinds []string, why string) {
+	if p := a.opt.Parts; p != nil {
+		return p.Kinds, ""
+	}
 	if a.opt.Demo {
 		return nil, ""
 	}

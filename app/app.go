@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/ask"
+	"github.com/codeboost/codeboost/codehost"
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/livelog"
 	"github.com/codeboost/codeboost/dadapter/procgroup"
-	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/runner/lock"
@@ -84,6 +84,13 @@ type Options struct {
 	// Publisher is the task publisher's part of shutdown (step 2a); nil in
 	// this build, which publishes nothing to GitHub yet.
 	Publisher Publisher
+
+	// Parts replace what the process runs on, for the simulated world;
+	// nil in production (parts.go).
+	Parts *Parts
+	// LockHome is the directory whose .codeboost/locks holds the
+	// single-runner lock; "" is the user's home.
+	LockHome string
 }
 
 // App is one codeboost process's application: what startup has taken or
@@ -97,24 +104,28 @@ type App struct {
 
 	starting atomic.Bool // true until startup has finished: a second signal then exits at once
 
-	lock         *lock.Lock            // held from takeLock until releaseLock; nil otherwise
-	store        *store.Store          // open from openStore until closeStore; nil otherwise
-	capability   store.Capability      // the Store's shutdown capability, for the owner token, recovery and the runner
-	engine       Engine                // the real D when an agent is configured; nil otherwise
-	token        string                // the runner owner token (after readOwnerToken)
-	root         string                // the runner root (after readOwnerToken)
-	loop         *runner.GoroutineLoop // the coordinator's loop; nil before recoverStartup and after closeStore
-	clock        runner.Clock          // the real clock, shared by the runner and the review server
-	output       *livelog.Hub          // running attempts' live output, from D to the review server
-	runner       *runner.Coordinator   // nil before recoverStartup
-	d            dadapter.D            // the D the runner and Ask run on (after recoverStartup)
-	ask          *ask.Coordinator      // the question coordinator; nil before openAsk, or when it could not be built
-	merge        *merge.Coordinator    // the merge coordinator; nil before openMerge
-	suggest      *suggest.Coordinator  // the suggestion coordinator; nil before openSuggest, or when it could not be built
-	recovery     runner.RecoveryReport // what startup recovery did and left (after recoverStartup)
-	recoveryTook time.Duration         // how long startup recovery took
-	server       Server                // the review server's part in shutdown; nil when none
-	url          string                // where the review server listens (after startServer)
+	lock          *lock.Lock            // held from takeLock until releaseLock; nil otherwise
+	store         *store.Store          // open from openStore until closeStore; nil otherwise
+	capability    store.Capability      // the Store's shutdown capability, for the owner token, recovery and the runner
+	engine        Engine                // the real D when an agent is configured; nil otherwise
+	token         string                // the runner owner token (after readOwnerToken)
+	root          string                // the runner root (after readOwnerToken)
+	loop          Loop                  // the coordinators' loop; nil before recoverStartup and after closeStore
+	clock         runner.Clock          // the clock, shared by the runner and the review server
+	output        *livelog.Hub          // running attempts' live output, from D to the review server
+	runner        *runner.Coordinator   // nil before recoverStartup
+	d             dadapter.D            // the D the runner and Ask run on (after recoverStartup)
+	host          codehost.Host         // the code host merges and planning read (after openMerge); nil for none
+	ask           *ask.Coordinator      // the question coordinator; nil before openAsk, or when it could not be built
+	askOwner      string                // Ask's owner token (after openAsk)
+	askFailed     bool                  // Ask's startup could not begin: questions stay closed
+	merge         *merge.Coordinator    // the merge coordinator; nil before openMerge
+	suggest       *suggest.Coordinator  // the suggestion coordinator; nil before openSuggest, or when it could not be built
+	recovery      runner.RecoveryReport // what startup recovery did and left (after recoverStartup)
+	recoveryBegan time.Time             // when startup recovery began (wall time: the duration is for a person)
+	recoveryTook  time.Duration         // how long startup recovery took
+	server        Server                // the review server's part in shutdown; nil when none
+	url           string                // where the review server listens (after startServer)
 }
 
 // New checks the options and returns an App that has not started.
@@ -143,48 +154,41 @@ func (a *App) Run() error {
 	stop, unwatch := a.watchSignals()
 	defer unwatch()
 
-	if err := a.takeLock(); err != nil { // decision 1, steps 0 to 2 (startup recovery step 1)
+	if err := a.Startup().Wait(); err != nil || a.opt.ReleasePreparation != "" {
 		return err
 	}
-	if err := a.openStore(); err != nil { // step 2a: the Store and its migrations, under the lock
-		return a.abandon(err)
-	}
-	if err := a.verifyPath(); err != nil { // decision 1, step 4
-		return a.abandon(err)
-	}
-	if err := a.readOwnerToken(); err != nil { // step 2a: the runner owner token
-		return a.abandon(err)
-	}
-	if a.opt.ReleasePreparation != "" { // step 7's release, instead of serving
-		return a.abandon(a.releasePreparation(a.opt.ReleasePreparation))
-	}
-	err := a.recoverStartup() // steps 2b to 8: startup recovery
-	a.reportForPerson()
-	if err != nil {
-		return a.abandon(err)
-	}
-	host, err := a.openGitHub()
-	if err != nil {
-		return a.abandon(err)
-	}
-	if err := a.openMerge(host); err != nil { // its startup reads GitHub again for merges left in flight
-		return a.abandon(err)
-	}
-	a.openAsk() // Ask's startup, after the runner's recovery; a failure leaves questions closed, not the server
-	// The suggestion coordinator, after the runner's recovery (app/suggest.go).
-	a.openSuggest(host)
-	a.requeue() // lane I3: the tasks step 6 listed, once every lane has recovered (app/requeue.go)
-	if err := a.startServer(); err != nil {
-		return a.abandon(err)
-	}
-	if err := a.ready(); err != nil {
-		return a.abandon(err)
-	}
-
 	if !a.opt.Check {
 		<-stop
 	}
-	return a.shutdown()
+	return a.Shutdown().Wait()
+}
+
+// Startup is startup's steps in the contract's order, not yet begun: Run
+// waits for each in turn; the simulated world drives them from its loop.
+// With ReleasePreparation they end after the release instead.
+func (a *App) Startup() *Steps {
+	s := &Steps{fail: a.abandon, steps: []step{
+		do(a.takeLock),       // decision 1, steps 0 to 2 (startup recovery step 1)
+		do(a.openStore),      // step 2a: the Store and its migrations, under the lock
+		do(a.verifyPath),     // decision 1, step 4
+		do(a.readOwnerToken), // step 2a: the runner owner token
+	}}
+	if id := a.opt.ReleasePreparation; id != "" { // step 7's release, instead of serving
+		s.steps = append(s.steps, do(func() error { return a.abandon(a.releasePreparation(id)) }))
+		return s
+	}
+	s.steps = append(s.steps,
+		a.recoverStartup, // steps 2b to 8: startup recovery
+		do(a.recovered),
+		do(a.openMerge), // its startup reads GitHub again for merges left in flight
+		a.openAsk,       // Ask's startup, after the runner's recovery; a failure leaves questions closed, not the server
+		always(a.askOpened),
+		always(a.openSuggest), // the suggestion coordinator, after the runner's recovery (app/suggest.go)
+		always(a.requeue),     // lane I3: the tasks step 6 listed, once every lane has recovered (app/requeue.go)
+		do(a.startServer),
+		do(a.ready),
+	)
+	return s
 }
 
 // abandon ends a run that stopped before serving (a failed startup, or the
@@ -200,7 +204,7 @@ func (a *App) abandon(err error) error {
 // opening runs migrations. If another process holds it, the error is
 // exactly "Another codeboost runner is using this database."
 func (a *App) takeLock() error {
-	l, err := lock.Acquire(a.opt.DB, lock.Options{})
+	l, err := lock.Acquire(a.opt.DB, lock.Options{Home: a.opt.LockHome})
 	if err != nil {
 		return err
 	}
@@ -211,7 +215,7 @@ func (a *App) takeLock() error {
 // openStore is step 2a (decision 1's step 3): open the Store under the
 // lock, by the lock's canonical path; migrations run here.
 func (a *App) openStore() error {
-	st, err := store.Open(a.lock.Path(), store.Options{Now: time.Now, IDs: ids.Random{}})
+	st, err := store.Open(a.lock.Path(), store.Options{Now: a.clockNow(), IDs: a.ids(), Failpoints: a.failpoints()})
 	if err != nil {
 		return err
 	}
@@ -231,7 +235,7 @@ func (a *App) verifyPath() error { return a.lock.Verify() }
 // root defaults to codeboost-runner next to the database.
 func (a *App) readOwnerToken() error {
 	if err := a.capability.Update(func(tx *store.Tx) (err error) {
-		a.token, err = tx.RunnerOwnerToken(a.lock.Device(), a.lock.Inode(), nil)
+		a.token, err = tx.RunnerOwnerToken(a.lock.Device(), a.lock.Inode(), a.tokens(false))
 		return err
 	}); err != nil {
 		return err
@@ -249,42 +253,54 @@ func (a *App) readOwnerToken() error {
 // D's owner-scoped recovery (2c, 2d), interrupted attempts finalized in one
 // transaction (3), storage and attempt directories removed (4), merged tasks
 // reconciled (5), requeues claimed (6), unowned preparation kept for a
-// person (7), and admission opened unless a person must act first (8). It
-// waits for recovery to end and returns its error, if any.
+// person (7), and admission opened unless a person must act first (8). The
+// next step waits for recovery to end (recovered).
 //
 // D is the Docker engine when an agent is configured (newD), so the legacy
 // objects of step 2d and this owner's leftovers are the engine's.
-func (a *App) recoverStartup() error {
+func (a *App) recoverStartup() (*wait, error) {
 	if err := os.MkdirAll(a.root, 0o700); err != nil {
-		return err
+		return nil, err
 	}
-	a.loop = runner.NewGoroutineLoop()
-	a.clock = runner.NewRealClock()
+	a.loop, a.clock = runner.NewGoroutineLoop(), runner.NewRealClock()
+	if p := a.opt.Parts; p != nil {
+		a.loop, a.clock = p.Loop, p.Clock
+	}
 	a.output = livelog.NewHub(0)
 	d, err := a.newD()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rc := a.opt.Runner
 	kinds, why := a.kinds()
+	stop := stopGroup
+	if p := a.opt.Parts; p != nil {
+		stop = p.StopGroup
+	}
 	c, err := runner.New(runner.Config{Root: a.root, Owner: a.token, Slots: rc.Slots, AttemptTimeout: time.Duration(rc.AttemptTimeout),
 		Budget: time.Duration(rc.Budget), DiagnosticsDir: rc.DiagnosticsDir, DiagnosticsCap: rc.DiagnosticsCap,
 		Kinds: kinds, KindsWhy: why, Profile: rc.Agent.Profile()}, runner.Deps{
 		Store: a.store, Capability: a.capability, D: d, Clock: a.clock, Loop: a.loop, Output: a.output.Sink,
-		IDs: ids.Random{}, StopGroup: stopGroup, Trace: a.trace, Repository: a.repository(), Prompt: a.prompt,
+		IDs: a.ids(), Failpoints: a.failpoints(), StopGroup: stop, Trace: a.trace, Repository: a.repository(), Prompt: a.prompt,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.runner, a.d = c, d
-	began := time.Now()
+	a.recoveryBegan = time.Now()
 	if err := c.Recover(context.Background()); err != nil {
-		return err
+		return nil, err
 	}
-	// Recover runs recovery's first event only; Recovery waits for D's
-	// recovery and every phase after it, so the duration is taken after.
-	a.recovery = c.Recovery()
-	a.recoveryTook = time.Since(began)
+	return on(c.RecoveryDone()), nil
+}
+
+// recovered takes recovery's report once it has ended (Recover runs
+// recovery's first event only; D's recovery and every phase after it end
+// later), tells a person what it left, and fails startup if it stopped.
+func (a *App) recovered() error {
+	a.recovery = a.runner.Recovery()
+	a.recoveryTook = time.Since(a.recoveryBegan)
+	a.reportForPerson()
 	return a.recovery.Err
 }
 
@@ -297,6 +313,10 @@ func stopGroup(ctx context.Context, g dadapter.ProcessGroup) error {
 // trace logs one runner decision. The runner writes <owner> where its
 // simulator trace would otherwise carry a token; the log names the token.
 func (a *App) trace(attemptID, line string) {
+	if p := a.opt.Parts; p != nil && p.Trace != nil {
+		p.Trace(line)
+		return
+	}
 	if attemptID == "" {
 		a.log.Info(line)
 		return

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/ask"
-	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
 )
 
@@ -18,38 +17,48 @@ const askOpenLimit = 2 * time.Minute
 // recovery: its owner token (its own, never the runner's: "Ask's owner"),
 // then its startup (the questions an earlier process left are failed, and
 // D's recovery for Ask's owner removes their objects). It runs on the
-// runner's loop, so the Store keeps one writer. A failure is logged and
-// leaves questions closed; the server runs on.
-func (a *App) openAsk() {
+// runner's loop, so the Store keeps one writer. The next step waits for
+// Ask's startup to end, or askOpenLimit on the process's clock. A failure
+// is logged and leaves questions closed; the server runs on.
+func (a *App) openAsk() (*wait, error) {
 	var token string
 	if err := a.capability.Update(func(tx *store.Tx) (err error) {
-		token, err = tx.AskOwnerToken(a.lock.Device(), a.lock.Inode(), nil)
+		token, err = tx.AskOwnerToken(a.lock.Device(), a.lock.Inode(), a.tokens(true))
 		return err
 	}); err != nil {
 		a.log.Error("questions are closed: Ask's owner token", "err", err)
-		return
+		return nil, nil
 	}
+	a.askOwner = token
 	rc := a.opt.Runner
-	c, err := ask.New(ask.Config{Store: a.store, Capability: a.capability, D: a.d, Loop: a.loop, Clock: a.clock, IDs: ids.Random{},
+	c, err := ask.New(ask.Config{Store: a.store, Capability: a.capability, D: a.d, Loop: a.loop, Clock: a.clock, IDs: a.ids(),
 		Owner: token, Timeout: time.Duration(rc.AttemptTimeout), Profile: rc.Agent.Profile(), Repository: a.repository(),
-		Prompt: a.questionPrompt, Trace: func(line string) { a.log.Info(line) }})
+		Prompt: a.questionPrompt, Trace: a.traceLine})
 	if err != nil {
 		a.log.Error("questions are closed", "err", err)
-		return
+		return nil, nil
 	}
 	a.ask = c
-	ctx, cancel := context.WithTimeout(context.Background(), askOpenLimit)
-	defer cancel()
-	if err := c.Open(ctx); err != nil {
+	if err := c.Open(context.Background()); err != nil {
 		a.log.Error("questions are closed: Ask's startup", "err", err)
+		a.askFailed = true
+		return nil, nil
+	}
+	return a.within(c.Opened(), askOpenLimit), nil
+}
+
+// askOpened is the end of Ask's startup: questions open, or closed until
+// a restart, saying why.
+func (a *App) askOpened() {
+	if a.ask == nil || a.askFailed {
 		return
 	}
 	select {
-	case <-c.Opened():
-		if err := c.OpenErr(ctx); err != nil {
+	case <-a.ask.Opened():
+		if err := a.ask.OpenErr(context.Background()); err != nil {
 			a.log.Error("questions are closed until restart", "err", err)
 		}
-	case <-ctx.Done():
+	default:
 		a.log.Error("questions are closed: Ask's recovery did not end in " + askOpenLimit.String())
 	}
 }
@@ -89,15 +98,16 @@ func (a *App) stopAsk() {
 
 // closeAsk is step 6's questions.close(): every question in flight is
 // aborted, answered "Server stopped" through the capability, and its
-// storage removed; it waits for all of them (D bounds each: decision 4).
-func (a *App) closeAsk() {
+// storage removed; the next step waits for all of them (D bounds each:
+// decision 4).
+func (a *App) closeAsk() (*wait, error) {
 	if a.ask == nil {
-		return
+		return nil, nil
 	}
 	closed, err := a.ask.Close(context.Background())
 	if err != nil {
 		a.log.Error("shutdown: questions could not be closed", "err", err)
-		return
+		return nil, nil
 	}
-	<-closed
+	return on(closed), nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/codeboost/codeboost/codehost"
 	"github.com/codeboost/codeboost/codehost/github"
-	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/merge"
 )
 
@@ -21,6 +20,9 @@ const mergeReconcileLimit = time.Minute
 // block whose token is not set is a startup error: a configuration that
 // asks for GitHub and cannot reach it must not start as if it could.
 func (a *App) openGitHub() (codehost.Host, error) {
+	if p := a.opt.Parts; p != nil {
+		return p.GitHub, nil
+	}
 	g := a.opt.GitHub
 	if g == nil {
 		return nil, nil
@@ -41,21 +43,14 @@ func (a *App) openGitHub() (codehost.Host, error) {
 // queued is read on GitHub again and its outcome recorded ("The next
 // startup checks GitHub again, so a skipped merge observation is
 // recovered"). A GitHub that does not answer leaves them as they are.
-func (a *App) openMerge(host codehost.Host) error {
-	prs := map[string]*TaskGitHub{}
-	for _, t := range a.opt.Tasks {
-		if t.GitHub != nil && t.GitHub.PullRequest > 0 {
-			prs[t.identity().Key()] = t.GitHub
-		}
+func (a *App) openMerge() error {
+	host, err := a.openGitHub()
+	if err != nil {
+		return err
 	}
-	c, err := merge.New(merge.Config{Store: a.store, Capability: a.capability, Host: host, Loop: a.loop, IDs: ids.Random{},
-		PullRequest: func(planKey string) (string, int, bool) {
-			if p := prs[planKey]; p != nil {
-				return p.Repo, p.PullRequest, true
-			}
-			return "", 0, false
-		},
-		Trace: func(line string) { a.log.Info(line) }})
+	a.host = host
+	c, err := merge.New(merge.Config{Store: a.store, Capability: a.capability, Host: host, Loop: a.loop, IDs: a.ids(),
+		PullRequest: a.pullRequest(), Failpoints: a.failpoints(), Trace: a.traceLine})
 	if err != nil {
 		return err
 	}
@@ -68,6 +63,25 @@ func (a *App) openMerge(host codehost.Host) error {
 	return nil
 }
 
+// pullRequest names each configured task's pull request, by plan key.
+func (a *App) pullRequest() func(planKey string) (string, int, bool) {
+	if p := a.opt.Parts; p != nil {
+		return p.PullRequest
+	}
+	prs := map[string]*TaskGitHub{}
+	for _, t := range a.opt.Tasks {
+		if t.GitHub != nil && t.GitHub.PullRequest > 0 {
+			prs[t.identity().Key()] = t.GitHub
+		}
+	}
+	return func(planKey string) (string, int, bool) {
+		if p := prs[planKey]; p != nil {
+			return p.Repo, p.PullRequest, true
+		}
+		return "", 0, false
+	}
+}
+
 // stopMerge is step 1's half for merges when no review server does it (the
 // server stops the merge coordinator in its own stopping turn).
 func (a *App) stopMerge() {
@@ -78,14 +92,14 @@ func (a *App) stopMerge() {
 
 // awaitMerges is step 3's "await request-owned work (the merge
 // coordinator)" when no review server awaits it.
-func (a *App) awaitMerges() {
+func (a *App) awaitMerges() (*wait, error) {
 	if a.merge == nil {
-		return
+		return nil, nil
 	}
 	idle, err := a.merge.AwaitIdle(context.Background())
 	if err != nil {
 		a.log.Error("shutdown: the merges in flight could not be awaited", "err", err)
-		return
+		return nil, nil
 	}
-	<-idle
+	return on(idle), nil
 }

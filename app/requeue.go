@@ -1,6 +1,9 @@
 package app
 
-import "context"
+import (
+	"context"
+	"log/slog"
+)
 
 // requeue is lane I3 at startup: "Restart recovery requeues the task"
 // (decision 3). Recovery step 6 claimed requeue_pending for every task it
@@ -22,13 +25,14 @@ func (a *App) requeue() {
 		return
 	}
 	for _, key := range a.recovery.Requeue {
+		a.failpoints().Hook("app/before-requeue")
 		switch resp, err := a.runner.Requeue(context.Background(), key); {
 		case err != nil: // a refusal reads as its message
-			a.log.Warn("requeue of "+key+" not admitted; it waits for a person's Resume", "err", err)
+			a.decision(slog.LevelWarn, "requeue of "+key+" not admitted; it waits for a person's Resume", "err", err)
 		case resp.Outcome == "admitted":
-			a.log.Info("requeued "+key+" after the restart", "attempt", resp.AttemptID)
+			a.decision(slog.LevelInfo, "requeued "+key+" after the restart", "attempt", resp.AttemptID)
 		default:
-			a.log.Info("requeue of "+key+" answered "+resp.Outcome, "code", resp.Code, "message", resp.Message)
+			a.decision(slog.LevelInfo, "requeue of "+key+" answered "+resp.Outcome, "code", resp.Code, "message", resp.Message)
 		}
 	}
 }

@@ -15,9 +15,10 @@ type Server interface {
 	// until step 3 closes the listener (issue 19); admitted requests are
 	// drained, not rejected.
 	SetStopping()
-	// Drain is step 2: wait for admitted requests, up to the drain limit
-	// (at most 14.5 s, below the 15 s request timeout).
-	Drain()
+	// BeginDrain is step 2: it returns a channel closed once the admitted
+	// requests have ended or the drain limit (at most 14.5 s, below the
+	// 15 s request timeout) has passed.
+	BeginDrain() <-chan struct{}
 	// AbortRequests is step 3's first half, before the write gate closes:
 	// stop accepting connections, close the idle ones, abort the signals
 	// of the remaining requests and destroy those still reading a body.
@@ -41,22 +42,27 @@ type Publisher interface {
 	Await()
 }
 
-// shutdown is the contract's shutdown order, steps 1 to 8, once startup
-// has finished. Every step runs: a second signal meanwhile skips nothing (see
-// watchSignals), and there is no timer of the runner's own (decision 4).
-// It returns what closing the Store and releasing the lock reported.
-func (a *App) shutdown() error {
-	a.log.Info("stopping")
-	a.closeAdmission()         // 1
-	a.drainRequests()          // 2
-	a.awaitPublishes()         // 2a
-	a.closeWriteGate()         // 3
-	a.stopJobs()               // 4
-	a.awaitJobs()              // 4, 5 and 5a
-	a.awaitServer()            // 6
-	errStore := a.closeStore() // 7
-	errLock := a.releaseLock() // 8
-	return errors.Join(errStore, errLock)
+// Shutdown is the contract's shutdown order, steps 1 to 8, once startup
+// has finished, not yet begun: Run waits for each in turn; the simulated
+// world drives them from its loop. Every step runs: a second signal
+// meanwhile skips nothing (see watchSignals), and there is no timer of the
+// runner's own (decision 4). Its outcome is what closing the Store and
+// releasing the lock reported.
+func (a *App) Shutdown() *Steps {
+	var errStore error
+	return &Steps{steps: []step{
+		always(a.closeAdmission), // 1
+		a.drainRequests,          // 2
+		a.awaitPublishes,         // 2a
+		a.closeWriteGate,         // 3
+		a.awaitMerges,            // 3
+		a.stopJobs,               // 4, then 4, 5 and 5a: every job ended
+		a.awaitServer,            // 6
+		a.closeAsk,               // 6
+		a.closeSuggest,           // 6
+		always(func() { errStore = a.closeStore() }),                       // 7
+		do(func() error { return errors.Join(errStore, a.releaseLock()) }), // 8
+	}}
 }
 
 // closeAdmission is step 1: set stopping on the server, stop Ask's
@@ -66,6 +72,7 @@ func (a *App) shutdown() error {
 // The publisher is aborted in this turn too (step 2a). Jobs run on until
 // step 4, so that a request drained in step 2 still meets its job as it was.
 func (a *App) closeAdmission() {
+	a.log.Info("stopping")
 	if a.server != nil {
 		a.server.SetStopping() // with the merge coordinator's closing flag
 	}
@@ -84,27 +91,30 @@ func (a *App) closeAdmission() {
 // each new request 503 (step 1's rule) rather than refuse it unanswered;
 // step 3 closes the listener. A process without a server (no listen
 // address, or a --check run) has nothing to drain.
-func (a *App) drainRequests() {
-	if a.server != nil {
-		a.server.Drain()
+func (a *App) drainRequests() (*wait, error) {
+	if a.server == nil {
+		return nil, nil
 	}
+	return on(a.server.BeginDrain()), nil
 }
 
 // awaitPublishes is step 2a: await every publish and PR close aborted in
 // step 1, at the end of the drain and before the write gate closes, so that
 // a publish's last records land. A publish stopped this way is owed and the
 // next start publishes it again. Nothing publishes in this build.
-func (a *App) awaitPublishes() {
+func (a *App) awaitPublishes() (*wait, error) {
 	if a.opt.Publisher != nil {
 		a.opt.Publisher.Await()
 	}
+	return nil, nil
 }
 
 // closeWriteGate is step 3: abort the requests left after the drain, then
 // close the Store's write gate (from here every Store write fails unless
 // it holds the shutdown capability, as the runner's settlement does), then
-// await request-owned work.
-func (a *App) closeWriteGate() {
+// await request-owned work: the server's, then the merge coordinator's
+// (awaitMerges).
+func (a *App) closeWriteGate() (*wait, error) {
 	if a.server != nil {
 		a.server.AbortRequests()
 	}
@@ -112,36 +122,33 @@ func (a *App) closeWriteGate() {
 	if a.server != nil {
 		a.server.AwaitRequestWork()
 	}
-	a.awaitMerges()
+	return nil, nil
 }
 
 // stopJobs is step 4: for every pending and running attempt with an
 // in-memory job, the first reason shutdown unless one is set, then D's
-// cancel (running) or the preparation's abort (pending).
-func (a *App) stopJobs() {
+// cancel (running) or the preparation's abort (pending). The next step
+// waits for the end of steps 4, 5 and 5a, which the coordinator reports
+// together (runner.Coordinator.Drained): every stopped job settles (4),
+// ends through the task-storage holder order — export, terminal write
+// from its first reason, storage removal, slot freed (5) — and every plan
+// run in progress is awaited (5a). There is no timer of F's own: D's
+// forced-kill escalation bounds settlement (decision 4).
+func (a *App) stopJobs() (*wait, error) {
 	if err := a.runner.StopJobs(context.Background()); err != nil {
 		a.log.Error("shutdown: jobs could not be stopped", "err", err)
+		return nil, nil
 	}
+	return on(a.runner.Drained()), nil
 }
 
-// awaitJobs is the end of steps 4, 5 and 5a, which the coordinator reports together
-// (runner.Coordinator.Drained): every stopped job settles (4), ends through
-// the task-storage holder order — export, terminal write from its first
-// reason, storage removal, slot freed (5) — and every plan run in progress
-// is awaited (5a). There is no timer of F's own: D's forced-kill escalation
-// bounds settlement (decision 4).
-func (a *App) awaitJobs() {
-	<-a.runner.Drained()
-}
-
-// awaitServer is step 6: await server closure and the question and
-// suggestion coordinators' close.
-func (a *App) awaitServer() {
+// awaitServer is step 6's first part: await server closure. The question
+// and suggestion coordinators' close follow (closeAsk, closeSuggest).
+func (a *App) awaitServer() (*wait, error) {
 	if a.server != nil {
 		a.server.Close()
 	}
-	a.closeAsk()
-	a.closeSuggest()
+	return nil, nil
 }
 
 // closeStore is step 7: the coordinator's loop stops (nothing is left to

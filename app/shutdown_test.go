@@ -41,8 +41,11 @@ func (s orderServer) gate() string {
 	}
 	return "gate open"
 }
-func (s orderServer) SetStopping()      { s.r.add("server stopping") }
-func (s orderServer) Drain()            { s.r.add("server drain, " + s.gate()) }
+func (s orderServer) SetStopping() { s.r.add("server stopping") }
+func (s orderServer) BeginDrain() <-chan struct{} {
+	s.r.add("server drain, " + s.gate())
+	return closed()
+}
 func (s orderServer) AbortRequests()    { s.r.add("server abort requests, " + s.gate()) }
 func (s orderServer) AwaitRequestWork() { s.r.add("server await request work, " + s.gate()) }
 func (s orderServer) Close()            { s.r.add("server close") }
@@ -109,4 +112,11 @@ func TestShutdownFollowsTheContractsOrder(t *testing.T) {
 	if err := b.Run(); err != nil {
 		t.Fatalf("the next start: %v", err)
 	}
+}
+
+// closed is a channel that is already closed: a drain with nothing to wait for.
+func closed() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }

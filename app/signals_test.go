@@ -179,8 +179,13 @@ func TestSecondCtrlCDuringStartupStopsAtOnce(t *testing.T) {
 // but a slow drain can, as issue 8's server will.
 type holdingServer struct{ held, release chan struct{} }
 
-func (s holdingServer) SetStopping()      {}
-func (s holdingServer) Drain()            { close(s.held); <-s.release }
+func (s holdingServer) SetStopping() {}
+func (s holdingServer) BeginDrain() <-chan struct{} {
+	close(s.held)
+	drained := make(chan struct{})
+	go func() { <-s.release; close(drained) }()
+	return drained
+}
 func (s holdingServer) AbortRequests()    {}
 func (s holdingServer) AwaitRequestWork() {}
 func (s holdingServer) Close()            {}

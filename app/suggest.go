@@ -6,7 +6,6 @@ import (
 
 	"github.com/codeboost/codeboost/codehost"
 	"github.com/codeboost/codeboost/dadapter"
-	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/planning"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/suggest"
@@ -32,10 +31,13 @@ const suggestOpenLimit = 30 * time.Second
 // runs "while planning is on"): such a request stays pending until the user
 // cancels it. A failure to build it is logged and leaves the planning
 // routes out; the server runs on.
-func (a *App) openSuggest(host codehost.Host) {
+func (a *App) openSuggest() {
 	var provider suggest.Provider
 	var issue func(ctx context.Context, planKey string) (string, error)
-	if host != nil && !a.opt.Demo {
+	switch host := a.host; {
+	case a.opt.Parts != nil:
+		provider, issue = a.opt.Parts.Planner, a.opt.Parts.Issue
+	case host != nil && !a.opt.Demo:
 		p, read, err := a.livePlanning(host)
 		if err != nil {
 			a.log.Error("live planning is off", "err", err)
@@ -44,7 +46,7 @@ func (a *App) openSuggest(host codehost.Host) {
 		}
 	}
 	c, err := suggest.New(suggest.Config{Store: a.store, Capability: a.capability, Loop: a.loop, Clock: a.clock,
-		IDs: ids.Random{}, Provider: provider, Issue: issue, Trace: func(line string) { a.log.Info("suggest: " + line) }})
+		IDs: a.ids(), Provider: provider, Issue: issue, Trace: func(line string) { a.traceLine("suggest: " + line) }})
 	if err != nil {
 		a.log.Error("planning is closed", "err", err)
 		return
@@ -78,7 +80,7 @@ func (a *App) livePlanning(host codehost.Host) (suggest.Provider, func(context.C
 			issues[t.identity().Key()] = t.GitHub
 		}
 	}
-	p, err := planning.New(planning.Config{D: a.d, Loop: a.loop, IDs: ids.Random{}, Owner: token, Profile: a.opt.Runner.Agent.Profile(),
+	p, err := planning.New(planning.Config{D: a.d, Loop: a.loop, IDs: a.ids(), Owner: token, Profile: a.opt.Runner.Agent.Profile(),
 		Source: func(planKey string) dadapter.Source {
 			src := dadapter.Source{Repository: repos(planKey)}
 			if t, err := a.store.Task(planKey); err == nil {
@@ -86,7 +88,7 @@ func (a *App) livePlanning(host codehost.Host) (suggest.Provider, func(context.C
 			}
 			return src
 		},
-		Trace: func(line string) { a.log.Info(line) }})
+		Trace: a.traceLine})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,12 +107,12 @@ func (a *App) livePlanning(host codehost.Host) (suggest.Provider, func(context.C
 }
 
 // closeSuggest is step 6's suggestion close(), after Ask's: admission
-// flips to closing, every invocation is aborted, and it waits until every
-// provider has settled or the shutdown grace has passed (the coordinator
-// bounds it: PLANNING_SHUTDOWN_GRACE_MS).
-func (a *App) closeSuggest() {
+// flips to closing, every invocation is aborted, and the next step waits
+// until every provider has settled or the shutdown grace has passed (the
+// coordinator bounds it: PLANNING_SHUTDOWN_GRACE_MS).
+func (a *App) closeSuggest() (*wait, error) {
 	if a.suggest == nil {
-		return
+		return nil, nil
 	}
-	<-a.suggest.Close()
+	return on(a.suggest.Close()), nil
 }

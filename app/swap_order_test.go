@@ -154,8 +154,8 @@ func (s *jobServer) seen() []string {
 	return append([]string(nil), s.events...)
 }
 
-func (s *jobServer) SetStopping() { s.add("1 stopping") }
-func (s *jobServer) Drain()       { s.add("2 drain") }
+func (s *jobServer) SetStopping()                { s.add("1 stopping") }
+func (s *jobServer) BeginDrain() <-chan struct{} { s.add("2 drain"); return closed() }
 func (s *jobServer) AbortRequests() {
 	st, err := s.a.runner.Status(s.key)
 	s.add(fmt.Sprintf("3 abort requests: job stopped %v", err != nil || st.StopRequested != nil))
@@ -283,11 +283,11 @@ func (s *stepServer) add(step string) {
 	s.steps = append(s.steps, step)
 }
 
-func (s *stepServer) SetStopping()      { s.add("SetStopping") }
-func (s *stepServer) Drain()            { s.add("Drain") }
-func (s *stepServer) AbortRequests()    { s.add("AbortRequests") }
-func (s *stepServer) AwaitRequestWork() { s.add("AwaitRequestWork") }
-func (s *stepServer) Close()            { s.add("Close") }
+func (s *stepServer) SetStopping()                { s.add("SetStopping") }
+func (s *stepServer) BeginDrain() <-chan struct{} { s.add("Drain"); return closed() }
+func (s *stepServer) AbortRequests()              { s.add("AbortRequests") }
+func (s *stepServer) AwaitRequestWork()           { s.add("AwaitRequestWork") }
+func (s *stepServer) Close()                      { s.add("Close") }
 
 // TestFailedStartupStopsItsServerBeforeClosingIt: a startup that fails
 // after the review server listened (here: the ready file cannot be

@@ -59,6 +59,7 @@ var Catalog = map[string]string{
 	"runner/before-save-answer":   "runs a scenario command inside the off-loop work that saved an attempt's partial output, after the file is written, before the work's answer goes back to the loop (hold-answer keeps it back)",
 	"runner/before-diag-sizes":    "runs a scenario command after retention listed the diagnostics directory, before it reads each listed file's size",
 	"runner/before-run-continues": "runs a scenario command after a plan run's item freed its slot, before the run admits the next item",
+	"app/before-requeue":          "runs a scenario command in startup's requeue step (lane I3), right before each task recovery listed is requeued; between two steps of startup, not inside an event",
 	"merge/before-final-reread":   "runs a scenario command after a merge's final GitHub check returned, before the irreversible boundary re-reads the state version, the review version and the closing flag",
 }
 

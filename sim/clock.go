@@ -99,6 +99,12 @@ type Loop struct {
 	CrashAt int
 	events  int
 	crashed bool
+
+	// Idle is the process's main goroutine (startup's and shutdown's
+	// steps, sim.World.proceed): it runs whenever the queue is empty, as
+	// production's wakes when what it waits for has happened. It reports
+	// whether it ran a step.
+	Idle func() bool
 }
 
 // Crash is the panic value that kills the simulated process mid-event (a
@@ -282,6 +288,9 @@ func (l *Loop) Drain() {
 	defer func() { l.draining = false }()
 	for !l.crashed {
 		fn, ok := l.pop()
+		if !ok && l.idle() {
+			continue
+		}
 		if !ok {
 			return
 		}
@@ -313,6 +322,22 @@ func (l *Loop) die() {
 	l.queue = nil
 	l.mu.Unlock()
 }
+
+// idle runs Idle, the process's main goroutine, outside any event (it may
+// Call the loop, as production's does), and reports whether it queued or
+// ran anything, so that the drain goes on.
+func (l *Loop) idle() bool {
+	if l.Idle == nil || l.crashed {
+		return false
+	}
+	l.draining = false
+	defer func() { l.draining = true }()
+	return l.Idle() || l.Queued() > 0
+}
+
+// Stop is shutdown step 7's end of the loop: the process is over and
+// nothing runs on it until a new process Revives it.
+func (l *Loop) Stop() { l.die() }
 
 // Revive is the new process's loop: the same FIFO, empty, counting anew.
 func (l *Loop) Revive() {

@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/codeboost/codeboost/app"
 	"github.com/codeboost/codeboost/ask"
 	"github.com/codeboost/codeboost/dadapter"
 	"github.com/codeboost/codeboost/dadapter/simd"
@@ -63,15 +63,22 @@ type World struct {
 	// TaskIssues names each task's issue, read before each planning start.
 	TaskIssues map[string]PRRef
 	Config     Config
+	// PlanningOff starts the next process without the planning provider,
+	// as serve starts without a github block.
+	PlanningOff bool
 
 	askIDs   *ids.Seeded // Ask's owner tokens
+	app      *app.App    // the running process; nil after a crash
+	steps    *app.Steps  // its startup or shutdown, as far as it has run
+	exited   bool        // its startup stopped and the process exited
 	trace    []string
 	aliases  map[string]string // UUID → name given by the script
 	names    map[string]string // name → UUID
 	nextName string            // the name the next admitted attempt gets
 }
 
-// NewWorld builds a world in dir (a fresh directory of its own).
+// NewWorld builds a world in dir (a fresh directory of its own) and
+// starts its first process, through the same startup serve runs.
 func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 	if fp == nil {
 		fp = failpoints.New()
@@ -85,86 +92,81 @@ func NewWorld(dir string, cfg Config, fp *failpoints.Set) (*World, error) {
 	w.GitHub, w.TaskPRs, w.TaskIssues = NewGitHub(w.Trace), map[string]PRRef{}, map[string]PRRef{}
 	w.D = simd.NewD(w.Name, w.Trace)
 	w.D.Now = w.Clock.Now
+	w.Loop.Idle = w.proceed
 	if err := w.boot(); err != nil {
-		return nil, err
-	}
-	if err := w.Runner.Open(context.Background()); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-// boot starts a runner process over the world's database file: the Store,
-// the runner owner token (read or created for this file's device and inode),
-// and a coordinator that is not open yet.
+// boot starts a process over the world's database file: package app's
+// startup, step by step as production runs it (the lock, the Store, the
+// owner tokens, the runner's recovery, merges, Ask, suggestions, the
+// requeue), on the world's parts. It drives startup as far as it goes
+// without the script: a step that waits (a held D operation in recovery,
+// say) resumes whenever the loop next falls idle.
 func (w *World) boot() error {
-	st, err := store.Open(w.DBPath, store.Options{Now: w.Clock.Now, IDs: w.IDs, Failpoints: w.FP})
-	if err != nil {
-		return err
-	}
-	var fi syscall.Stat_t
-	if err := syscall.Stat(w.DBPath, &fi); err != nil {
-		st.Close()
-		return err
-	}
-	capability := st.ShutdownCapability()
-	var token string
-	if err := capability.Update(func(tx *store.Tx) (err error) {
-		token, err = tx.RunnerOwnerToken(uint64(fi.Dev), fi.Ino, w.IDs.Token)
-		return err
-	}); err != nil {
-		st.Close()
-		return err
-	}
-	var askToken string
-	if err := capability.Update(func(tx *store.Tx) (err error) {
-		// Its own seeded source: Ask's token must not shift the IDs
-		// every other scenario's trace was written with.
-		askToken, err = tx.AskOwnerToken(uint64(fi.Dev), fi.Ino, w.askIDs.Token)
-		return err
-	}); err != nil {
-		st.Close()
-		return err
-	}
-	w.Store, w.Owner, w.AskOwner = st, token, askToken
 	root := w.Root()
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		st.Close()
 		return err
 	}
 	cfg := w.Config
-	w.Runner, err = runner.New(runner.Config{
-		Slots: cfg.Slots, Kinds: cfg.Kinds, AttemptTimeout: cfg.AttemptTimeout, Budget: cfg.Budget,
-		Root: root, Owner: w.Owner, DiagnosticsCap: cfg.DiagnosticsCap,
-	}, runner.Deps{
-		Store: st, Capability: capability, D: w.D, Clock: w.Clock, Loop: w.Loop, IDs: w.IDs, Failpoints: w.FP,
-		Trace:     func(_, line string) { w.Trace(line) },
-		StopGroup: func(_ context.Context, g dadapter.ProcessGroup) error { return w.D.StopGroup(g) },
-	})
-	if err != nil {
-		st.Close()
-		return err
-	}
-	w.Merge, err = merge.New(merge.Config{Store: st, Capability: capability, Host: w.GitHub, Loop: w.Loop, IDs: w.IDs,
-		PullRequest: w.pullRequest, Failpoints: w.FP, Trace: w.Trace})
-	if err != nil {
-		st.Close()
-		return err
-	}
-	w.Ask, err = ask.New(ask.Config{Store: st, Capability: capability, D: w.D, Loop: w.Loop, Clock: w.Clock, IDs: w.IDs,
-		Owner: askToken, Trace: w.Trace})
-	if err != nil {
-		st.Close()
-		return err
-	}
 	w.Planner = NewPlanner(w.Trace)
-	w.Suggest, err = suggest.New(suggest.Config{Store: st, Capability: capability, Loop: w.Loop, Clock: w.Clock, IDs: w.IDs,
-		Provider: w.Planner, Issue: w.issue, Trace: func(line string) { w.Trace("suggest: " + line) }})
+	var planner suggest.Provider = w.Planner
+	if w.PlanningOff {
+		planner = nil
+	}
+	a, err := app.New(app.Options{DB: w.DBPath, Root: root, LockHome: w.Dir,
+		Runner: app.RunnerConfig{Slots: cfg.Slots, AttemptTimeout: app.Duration(cfg.AttemptTimeout), Budget: app.Duration(cfg.Budget),
+			DiagnosticsCap: cfg.DiagnosticsCap},
+		Parts: &app.Parts{Clock: w.Clock, Loop: w.Loop, IDs: w.IDs, RunnerTokens: w.IDs.Token,
+			// Its own seeded source: Ask's token must not shift the IDs
+			// every other scenario's trace was written with.
+			AskTokens: w.askIDs.Token,
+			D:         w.D, StopGroup: func(_ context.Context, g dadapter.ProcessGroup) error { return w.D.StopGroup(g) },
+			Failpoints: w.FP, GitHub: w.GitHub, PullRequest: w.pullRequest, Planner: planner, Issue: w.issue,
+			Kinds: cfg.Kinds, Trace: w.Trace}})
 	if err != nil {
-		st.Close()
 		return err
+	}
+	w.app, w.steps, w.exited = a, a.Startup(), false
+	w.Loop.Drain()
+	if w.steps.Done() && w.steps.Err() != nil && w.Runner == nil {
+		return w.steps.Err() // it stopped before recovery: nothing was started
 	}
 	return nil
+}
+
+// proceed is the process's main goroutine, which production wakes when
+// what a startup or shutdown step waits for has happened: the world runs
+// it whenever its loop falls idle. It reports whether a step ran.
+func (w *World) proceed() bool {
+	if w.app == nil || w.steps == nil || w.steps.Done() {
+		return false
+	}
+	before := w.Loop.Events()
+	w.steps.Next()
+	w.lanes()
+	if w.steps.Done() && w.steps.Err() != nil && w.Runner != nil && !w.exited {
+		w.exit()
+	}
+	return w.Loop.Events() != before || w.steps.Done()
+}
+
+// lanes takes the process's Store and coordinators as startup builds
+// them.
+func (w *World) lanes() {
+	l := w.app.Lanes()
+	if l.Store != nil {
+		w.Store = l.Store
+	}
+	w.Runner, w.Ask, w.Merge, w.Suggest = l.Runner, l.Ask, l.Merge, l.Suggest
+	if l.Owner != "" {
+		w.Owner = l.Owner
+	}
+	if l.AskOwner != "" {
+		w.AskOwner = l.AskOwner
+	}
 }
 
 // Root is the runner root: <dir>/codeboost-runner, next to the database, the
@@ -181,43 +183,36 @@ func (w *World) Crash() {
 	w.Loop.die()
 	w.Clock.timers = nil
 	w.D.ProcessDied()
+	if w.app != nil {
+		w.app.Kill()
+	}
 	w.Store.Close()
+	w.app, w.steps = nil, nil
 	w.Runner, w.Ask, w.Merge = nil, nil, nil
 	w.Suggest, w.Planner = nil, nil
 }
 
 // Restart starts a new runner process over the same database file and runs
-// startup recovery; admission opens only if recovery completes.
+// its startup; admission opens only if recovery completes.
 func (w *World) Restart() error {
 	w.Trace("restart: a new runner process starts")
+	if w.app != nil { // the last process ended without a crash: it exited, and its lock went with it
+		w.app.Kill()
+	}
 	w.Loop.Revive()
 	if err := w.boot(); err != nil {
 		w.Trace("restart failed: " + err.Error())
 		return err
 	}
-	if err := w.Runner.Recover(context.Background()); err != nil {
-		return err
-	}
-	w.Loop.Drain()
-	w.exitIfRecoveryStopped()
 	return nil
 }
 
-// exitIfRecoveryStopped is the caller's half of a recovery that stopped the
-// start (steps 2d and 3): the process closes its Store and exits non-zero
-// (the simulated world has no single-runner lock to release). The script
-// keeps a read handle on the same file, as an inspector would, so it can
-// still assert the durable rows.
-func (w *World) exitIfRecoveryStopped() {
-	select {
-	case <-w.Runner.RecoveryDone():
-	default:
-		return
-	}
-	if w.Runner.Recovery().Err == nil {
-		return
-	}
-	w.Store.Close()
+// exit is the end of a process whose startup stopped (recovery's steps 2d
+// and 3): startup has closed its Store and released its lock, and it exits
+// non-zero. The script keeps a read handle on the same file, as an
+// inspector would, so it can still assert the durable rows.
+func (w *World) exit() {
+	w.exited = true
 	w.D.ProcessDied() // the process exits: its D's process-local ownership goes with it
 	w.Trace("exit: recovery stopped the start; Store closed, non-zero exit")
 	if st, err := store.Open(w.DBPath, store.Options{Now: w.Clock.Now, IDs: w.IDs}); err == nil {
@@ -225,8 +220,14 @@ func (w *World) exitIfRecoveryStopped() {
 	}
 }
 
-// Close closes the store.
-func (w *World) Close() error { return w.Store.Close() }
+// Close ends the world: the running process, if any, dies as Crash's does
+// (its lock goes with it), and the Store the script holds closes.
+func (w *World) Close() error {
+	if w.app != nil {
+		w.app.Kill()
+	}
+	return w.Store.Close()
+}
 
 // Name gives a known ID its script name (else the ID itself).
 func (w *World) Name(id string) string {
@@ -280,7 +281,12 @@ func (w *World) Trace(line string) {
 	if w.Dir != "" {
 		line = strings.ReplaceAll(line, w.Dir, "<world>")
 	}
-	line = strings.ReplaceAll(line, w.Owner, "<owner>")
+	if w.app != nil { // startup traces before the world has taken its lanes
+		w.lanes()
+	}
+	if w.Owner != "" {
+		line = strings.ReplaceAll(line, w.Owner, "<owner>")
+	}
 	if w.AskOwner != "" {
 		line = strings.ReplaceAll(line, w.AskOwner, "<ask-owner>")
 	}

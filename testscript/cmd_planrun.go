@@ -1,8 +1,6 @@
 package testscript
 
 import (
-	"context"
-
 	"github.com/codeboost/codeboost/runner"
 	"github.com/codeboost/codeboost/store"
 	gts "github.com/rogpeppe/go-internal/testscript"
@@ -19,9 +17,6 @@ func init() {
 		Command{Name: "resume", Kind: Action, Keys: planActionKeys, Usage: "[!] resume TASK [as=NAME] [action=NAME] [sv=N] [rv=N]",
 			Summary: "the user's \"resume\", as a user action: continues the plan run at the first item with no completed execute attempt at the current revision, claiming a recovery requeue by compare-and-swap",
 			Example: "resume T1 as=B", Run: cmdPlanAction("resume")},
-		Command{Name: "requeue", Kind: Action, Keys: []Key{K("as", Name)}, Usage: "[!] requeue TASK [as=NAME]",
-			Summary: "lane I3's requeue of a task recovery listed: Resume's admission made by codeboost, against the task's present state version and the review version its plan run was admitted at, claiming requeue_pending by the same compare-and-swap",
-			Example: "requeue T1 as=B", Run: cmdRequeue},
 		Command{Name: "approve", Kind: Action, Keys: []Key{K("item", Int)}, Usage: "[!] approve TASK [item=N]",
 			Summary: "a person approves one item (default: every item) of the current revision at the current snapshot; each approval takes the next review version",
 			Example: "approve T1", Run: cmdApprove},
@@ -30,17 +25,6 @@ func init() {
 
 // planActionKeys are start's and resume's.
 var planActionKeys = []Key{K("as", Name), K("action", ActionName), K("sv", Int), K("rv", Int)}
-
-func cmdRequeue(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	if len(a.pos) != 1 {
-		ts.Fatalf("usage: requeue TASK [as=NAME]")
-	}
-	key := s.planKey(ts, a.pos[0])
-	s.admitting(ts, neg, a, "requeue", func(ctx context.Context, r runner.ActionRequest) (store.Response, error) {
-		return s.world(ts).Runner.Requeue(ctx, r.PlanKey)
-	}, runner.ActionRequest{PlanKey: key})
-}
 
 func (s *scenario) reviewVersion(ts *gts.TestScript, planKey string, a argSet) int {
 	if n, ok := a.num("rv"); ok {

@@ -53,9 +53,6 @@ func init() {
 		Command{Name: "plan-external", Kind: Action, Keys: []Key{K("complete", Text)}, Usage: "plan-external NAME complete=JSON|cancel",
 			Summary: "another process, a second Store over the same database file, completes request NAME with a reply or cancels it",
 			Example: "plan-external R1 cancel", Run: cmdPlanExternal},
-		Command{Name: "suggest-leftovers", Kind: Action, Usage: "[!] suggest-leftovers [N]",
-			Summary: "runs the coordinator's startup step (FailLeftovers, only while planning is on): every request an earlier process left pending is failed; asserts how many",
-			Example: "suggest-leftovers 1", Run: cmdSuggestLeftovers},
 		Command{Name: "suggest-close", Kind: Action, Usage: "suggest-close",
 			Summary: "shutdown step 6's suggestion close(): admission flips to closing, every invocation is aborted with shutdown; prints whether it has closed",
 			Example: "suggest-close", Run: cmdSuggestClose},
@@ -339,19 +336,6 @@ func cmdPlanExternal(ts *gts.TestScript, neg bool, a argSet) {
 		s.fatal(ts, "plan-external: %v", err)
 	}
 	w.Trace("other process: " + map[bool]string{true: "completed ", false: "cancelled "}[complete] + r.ID)
-}
-
-func cmdSuggestLeftovers(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	n, err := s.suggestCoordinator(ts).FailLeftovers(context.Background())
-	s.world(ts).Loop.Drain()
-	if err == nil {
-		fmt.Fprintf(ts.Stdout(), "failed: %d\n", n)
-		if len(a.pos) == 1 && strconv.Itoa(n) != a.pos[0] {
-			s.fatal(ts, "suggest-leftovers failed %d requests, want %s", n, a.pos[0])
-		}
-	}
-	s.expect(ts, neg, "suggest-leftovers", err)
 }
 
 func cmdSuggestClose(ts *gts.TestScript, neg bool, a argSet) {

@@ -34,6 +34,9 @@ func init() {
 		Command{Name: "advance", Kind: Action, Usage: "advance DURATION",
 			Summary: "moves virtual time forward, firing due timers in order (each followed by a drain)",
 			Example: "advance 2h", Run: cmdAdvance},
+		Command{Name: "planning", Kind: Action, Usage: "planning on|off",
+			Summary: "whether the next process starts with the planning provider (on, the default) or without it (off), as serve starts with or without a github block; without it every planning start is refused and startup leaves the requests an earlier process left pending as they are",
+			Example: "planning off", Run: cmdPlanning},
 		Command{Name: "fail-point", Kind: Action, Words: true, Usage: "fail-point NAME [TERMS|off]",
 			Summary: "switches one of this world's failpoints on (default terms: return) or off; see failpoints.Catalog",
 			Example: "fail-point store/terminal-write 1*return", Run: cmdFailPoint},
@@ -301,4 +304,11 @@ func cmdSetStatus(ts *gts.TestScript, neg bool, a argSet) {
 	key := s.planKey(ts, a.pos[0])
 	err := s.world(ts).Store.Update(func(tx *store.Tx) error { return tx.SetTaskStatus(key, words.TaskStatus(a.pos[1])) })
 	s.expect(ts, neg, "set-status", err)
+}
+
+func cmdPlanning(ts *gts.TestScript, neg bool, a argSet) {
+	if neg || len(a.pos) != 1 || (a.pos[0] != "on" && a.pos[0] != "off") {
+		ts.Fatalf("usage: planning on|off")
+	}
+	get(ts).world(ts).PlanningOff = a.pos[0] == "off"
 }
