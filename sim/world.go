@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,7 +71,8 @@ type World struct {
 	askIDs   *ids.Seeded // Ask's owner tokens
 	app      *app.App    // the running process; nil after a crash
 	steps    *app.Steps  // its startup or shutdown, as far as it has run
-	exited   bool        // its startup stopped and the process exited
+	exited   bool        // the process exited: its startup stopped, or its shutdown ended
+	stopping bool        // steps is its shutdown
 	trace    []string
 	aliases  map[string]string // UUID → name given by the script
 	names    map[string]string // name → UUID
@@ -129,7 +131,7 @@ func (w *World) boot() error {
 	if err != nil {
 		return err
 	}
-	w.app, w.steps, w.exited = a, a.Startup(), false
+	w.app, w.steps, w.exited, w.stopping = a, a.Startup(), false, false
 	w.Loop.Drain()
 	if w.steps.Done() && w.steps.Err() != nil && w.Runner == nil {
 		return w.steps.Err() // it stopped before recovery: nothing was started
@@ -147,7 +149,12 @@ func (w *World) proceed() bool {
 	before := w.Loop.Events()
 	w.steps.Next()
 	w.lanes()
-	if w.steps.Done() && w.steps.Err() != nil && w.Runner != nil && !w.exited {
+	switch {
+	case w.stopping && w.steps.Done() && !w.exited:
+		w.exited = true
+		w.Trace("exit: shutdown ended; Store closed, lock released")
+		w.readHandle()
+	case w.steps.Done() && w.steps.Err() != nil && w.Runner != nil && !w.exited:
 		w.exit()
 	}
 	return w.Loop.Events() != before || w.steps.Done()
@@ -207,6 +214,25 @@ func (w *World) Restart() error {
 	return nil
 }
 
+// Shutdown begins serve's shutdown of the running process: package app's
+// steps 1 to 8 in production's order. They run as far as they can now and
+// go on whenever the loop falls idle (once the jobs have settled, say);
+// after step 8 the process has exited, and the script keeps a read handle
+// on the database, as after a stopped start.
+func (w *World) Shutdown() error {
+	if w.app == nil || w.steps == nil || !w.steps.Done() || w.steps.Err() != nil || w.stopping {
+		return errors.New("shutdown: no process has finished its startup and not yet begun to stop")
+	}
+	w.Trace("shutdown: the process is asked to stop (SIGTERM)")
+	w.steps, w.stopping = w.app.Shutdown(), true
+	w.Loop.Drain()
+	return nil
+}
+
+// Stopped reports whether the process's shutdown has run to its end
+// (step 8: the Store closed, the lock released).
+func (w *World) Stopped() bool { return w.stopping && w.steps != nil && w.steps.Done() }
+
 // exit is the end of a process whose startup stopped (recovery's steps 2d
 // and 3): startup has closed its Store and released its lock, and it exits
 // non-zero. The script keeps a read handle on the same file, as an
@@ -215,6 +241,12 @@ func (w *World) exit() {
 	w.exited = true
 	w.D.ProcessDied() // the process exits: its D's process-local ownership goes with it
 	w.Trace("exit: recovery stopped the start; Store closed, non-zero exit")
+	w.readHandle()
+}
+
+// readHandle opens the script's own handle on the database of a process
+// that has exited, as an inspector would.
+func (w *World) readHandle() {
 	if st, err := store.Open(w.DBPath, store.Options{Now: w.Clock.Now, IDs: w.IDs}); err == nil {
 		w.Store = st
 	}

@@ -12,9 +12,9 @@ import (
 
 func init() {
 	register(
-		Command{Name: "shutdown", Kind: Action, Usage: "shutdown server|await-gate|await-server|jobs|gate-then-jobs",
-			Summary: "one step of shutdown. server: steps 1 and 2 over the review server (stopping set, Ask's and the merge coordinator's admission stopped and the runner's admission closed in one turn, then the drain starts, up to 14.5 s on the virtual clock); await-gate: waits until step 2 has ended and step 3 has aborted the remaining requests, destroyed those reading a body and closed the write gate; await-server: waits for all of that and for step 3's request work (after an advance past the drain limit, await-gate or await-server must come next); jobs: the runner's steps 1 and 4, admission closes and every job gets first reason shutdown unless it has one; gate-then-jobs: production's order without the server: the runner's admission closes (step 1), the Store's write gate closes (step 3), so only the coordinator's own writes still land, then jobs (step 4)",
-			Example: "shutdown gate-then-jobs", Run: cmdShutdown},
+		Command{Name: "shutdown", Kind: Action, Usage: "shutdown [server|await-gate|await-server]",
+			Summary: "without an argument: the process is asked to stop (SIGTERM) and runs serve's shutdown, package app's steps 1 to 8 in production's order (admission closed, the write gate closed, every job stopped; the steps after 4 wait for the jobs to settle and go on once the loop falls idle; after step 8 the process has exited). server: steps 1 and 2 over the review server (stopping set, Ask's and the merge coordinator's admission stopped and the runner's admission closed in one turn, then the drain starts, up to 14.5 s on the virtual clock); await-gate: waits until step 2 has ended and step 3 has aborted the remaining requests, destroyed those reading a body and closed the write gate; await-server: waits for all of that and for step 3's request work (after an advance past the drain limit, await-gate or await-server must come next)",
+			Example: "shutdown", Run: cmdShutdown},
 		Command{Name: "drained", Kind: Assertion, Usage: "[!] drained",
 			Summary: "asserts whether the runner's shutdown has begun and every job has ended (markers may remain)",
 			Example: "! drained", Run: cmdDrained},
@@ -25,22 +25,18 @@ func init() {
 }
 
 func cmdShutdown(ts *gts.TestScript, neg bool, a argSet) {
-	if len(a.pos) != 1 {
-		ts.Fatalf("usage: shutdown server|await-gate|await-server|jobs|gate-then-jobs")
-	}
 	s := get(ts)
 	w := s.world(ts)
-	switch a.pos[0] {
-	case "jobs", "gate-then-jobs":
-		if a.pos[0] == "gate-then-jobs" {
-			// Production's order: admission closes in step 1, the
-			// write gate in step 3, then the jobs stop in step 4.
-			w.Runner.CloseAdmission(context.Background())
-			w.Loop.Drain()
-			w.Store.CloseWriteGate()
+	if len(a.pos) == 0 {
+		if err := w.Shutdown(); err != nil {
+			ts.Fatalf("%v", err)
 		}
-		w.Runner.StopJobs(context.Background())
-		w.Loop.Drain()
+		return
+	}
+	if len(a.pos) != 1 {
+		ts.Fatalf("usage: shutdown [server|await-gate|await-server]")
+	}
+	switch a.pos[0] {
 	case "server":
 		srv := s.web(ts)
 		// Step 1, in one turn: the server's stopping flag and the
@@ -77,7 +73,7 @@ func cmdShutdown(ts *gts.TestScript, neg bool, a argSet) {
 			s.fatal(ts, "the server's steps 2 and 3 did not end (is a request still waiting for its body before the drain limit?)")
 		}
 	default:
-		ts.Fatalf("usage: shutdown server|await-gate|await-server|jobs|gate-then-jobs")
+		ts.Fatalf("usage: shutdown [server|await-gate|await-server]")
 	}
 }
 
