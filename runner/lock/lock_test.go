@@ -862,3 +862,23 @@ func mustReal(t *testing.T, p string) string {
 	}
 	return filepath.Join(dir, filepath.Base(p))
 }
+
+// Release reports a close that failed, rather than claiming the lock was
+// given back cleanly: shutdown step 8 passes it on to the exit status. A
+// descriptor that is not open stands for step 1's descriptor failing to
+// close (EBADF), without closing a number the process may have reused.
+// Sweep survivor (seed 60221): runner/lock/lock.go:Lock.Release:ignore-error:88fc3941.
+func TestReleaseReportsAFailedClose(t *testing.T) {
+	w := newWorld(t)
+	l := w.acquire(w.db("codeboost.db"))
+	fd := l.fd
+	l.fd = -1
+	err := l.Release()
+	syscall.Close(fd)
+	if err == nil || !strings.Contains(err.Error(), "runner lock: release") || !errors.Is(err, syscall.EBADF) {
+		t.Fatalf("Release with a descriptor that will not close = %v, want the close's EBADF", err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatalf("second Release: %v", err)
+	}
+}
