@@ -168,25 +168,25 @@ func (a *App) Run() error {
 // With ReleasePreparation they end after the release instead.
 func (a *App) Startup() *Steps {
 	s := &Steps{fail: a.abandon, steps: []step{
-		do(a.takeLock),       // decision 1, steps 0 to 2 (startup recovery step 1)
-		do(a.openStore),      // step 2a: the Store and its migrations, under the lock
-		do(a.verifyPath),     // decision 1, step 4
-		do(a.readOwnerToken), // step 2a: the runner owner token
+		do("lock", a.takeLock),              // decision 1, steps 0 to 2 (startup recovery step 1)
+		do("store", a.openStore),            // step 2a: the Store and its migrations, under the lock
+		do("verify-path", a.verifyPath),     // decision 1, step 4
+		do("owner-token", a.readOwnerToken), // step 2a: the runner owner token
 	}}
 	if id := a.opt.ReleasePreparation; id != "" { // step 7's release, instead of serving
-		s.steps = append(s.steps, do(func() error { return a.abandon(a.releasePreparation(id)) }))
+		s.steps = append(s.steps, do("release-preparation", func() error { return a.abandon(a.releasePreparation(id)) }))
 		return s
 	}
 	s.steps = append(s.steps,
-		a.recoverStartup, // steps 2b to 8: startup recovery
-		do(a.recovered),
-		do(a.openMerge), // its startup reads GitHub again for merges left in flight
-		a.openAsk,       // Ask's startup, after the runner's recovery; a failure leaves questions closed, not the server
-		always(a.askOpened),
-		always(a.openSuggest), // the suggestion coordinator, after the runner's recovery (app/suggest.go)
-		always(a.requeue),     // lane I3: the tasks step 6 listed, once every lane has recovered (app/requeue.go)
-		do(a.startServer),
-		do(a.ready),
+		waits("recovery", a.recoverStartup), // steps 2b to 8: startup recovery
+		do("recovered", a.recovered),
+		do("merge", a.openMerge), // its startup reads GitHub again for merges left in flight
+		waits("ask", a.openAsk),  // Ask's startup, after the runner's recovery; a failure leaves questions closed, not the server
+		always("ask-opened", a.askOpened),
+		always("suggest", a.openSuggest), // the suggestion coordinator, after the runner's recovery (app/suggest.go)
+		always("requeue", a.requeue),     // lane I3: the tasks step 6 listed, once every lane has recovered (app/requeue.go)
+		do("server", a.startServer),
+		do("ready", a.ready),
 	)
 	return s
 }

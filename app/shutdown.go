@@ -23,9 +23,10 @@ type Server interface {
 	// stop accepting connections, close the idle ones, abort the signals
 	// of the remaining requests and destroy those still reading a body.
 	AbortRequests()
-	// AwaitRequestWork is step 3's last half, after the write gate closed:
-	// await request-owned work (the merge coordinator).
-	AwaitRequestWork()
+	// RequestsEnded is step 3's last half, after the write gate closed:
+	// a channel closed once every aborted request has returned (the
+	// merge coordinator's work is awaited next, awaitMerges).
+	RequestsEnded() <-chan struct{}
 	// Close is step 6: await server closure, and the question and
 	// suggestion coordinators' close.
 	Close()
@@ -51,17 +52,18 @@ type Publisher interface {
 func (a *App) Shutdown() *Steps {
 	var errStore error
 	return &Steps{steps: []step{
-		always(a.closeAdmission), // 1
-		a.drainRequests,          // 2
-		a.awaitPublishes,         // 2a
-		a.closeWriteGate,         // 3
-		a.awaitMerges,            // 3
-		a.stopJobs,               // 4, then 4, 5 and 5a: every job ended
-		a.awaitServer,            // 6
-		a.closeAsk,               // 6
-		a.closeSuggest,           // 6
-		always(func() { errStore = a.closeStore() }),                       // 7
-		do(func() error { return errors.Join(errStore, a.releaseLock()) }), // 8
+		always("1 close admission", a.closeAdmission),
+		waits("2 drain", a.drainRequests),
+		waits("2a publishes", a.awaitPublishes),
+		waits("3 write gate", a.closeWriteGate),
+		waits("3 request work", a.awaitRequests),
+		waits("3 merges", a.awaitMerges),
+		waits("4 jobs", a.stopJobs), // then 4, 5 and 5a: every job ended
+		waits("6 server", a.awaitServer),
+		waits("6 questions", a.closeAsk),
+		waits("6 suggestions", a.closeSuggest),
+		always("7 store", func() { errStore = a.closeStore() }),
+		do("8 lock", func() error { return errors.Join(errStore, a.releaseLock()) }),
 	}}
 }
 
@@ -95,7 +97,7 @@ func (a *App) drainRequests() (*wait, error) {
 	if a.server == nil {
 		return nil, nil
 	}
-	return on(a.server.BeginDrain()), nil
+	return external(a.server.BeginDrain()), nil
 }
 
 // awaitPublishes is step 2a: await every publish and PR close aborted in
@@ -111,18 +113,24 @@ func (a *App) awaitPublishes() (*wait, error) {
 
 // closeWriteGate is step 3: abort the requests left after the drain, then
 // close the Store's write gate (from here every Store write fails unless
-// it holds the shutdown capability, as the runner's settlement does), then
-// await request-owned work: the server's, then the merge coordinator's
-// (awaitMerges).
+// it holds the shutdown capability, as the runner's settlement does).
+// Request-owned work is awaited next: the server's requests
+// (awaitRequests), then the merge coordinator's (awaitMerges).
 func (a *App) closeWriteGate() (*wait, error) {
 	if a.server != nil {
 		a.server.AbortRequests()
 	}
 	a.store.CloseWriteGate()
-	if a.server != nil {
-		a.server.AwaitRequestWork()
-	}
 	return nil, nil
+}
+
+// awaitRequests is step 3's "await request-owned work": every request the
+// server aborted returns (a write that reaches the gate now answers 503).
+func (a *App) awaitRequests() (*wait, error) {
+	if a.server == nil {
+		return nil, nil
+	}
+	return external(a.server.RequestsEnded()), nil
 }
 
 // stopJobs is step 4: for every pending and running attempt with an
@@ -135,6 +143,7 @@ func (a *App) closeWriteGate() (*wait, error) {
 // run in progress is awaited (5a). There is no timer of F's own: D's
 // forced-kill escalation bounds settlement (decision 4).
 func (a *App) stopJobs() (*wait, error) {
+	a.failpoints().Hook("app/before-stop-jobs")
 	if err := a.runner.StopJobs(context.Background()); err != nil {
 		a.log.Error("shutdown: jobs could not be stopped", "err", err)
 		return nil, nil

@@ -46,9 +46,12 @@ func (s orderServer) BeginDrain() <-chan struct{} {
 	s.r.add("server drain, " + s.gate())
 	return closed()
 }
-func (s orderServer) AbortRequests()    { s.r.add("server abort requests, " + s.gate()) }
-func (s orderServer) AwaitRequestWork() { s.r.add("server await request work, " + s.gate()) }
-func (s orderServer) Close()            { s.r.add("server close") }
+func (s orderServer) AbortRequests() { s.r.add("server abort requests, " + s.gate()) }
+func (s orderServer) RequestsEnded() <-chan struct{} {
+	s.r.add("server await request work, " + s.gate())
+	return closed()
+}
+func (s orderServer) Close() { s.r.add("server close") }
 
 type orderPublisher struct{ r *recorder }
 

@@ -160,7 +160,7 @@ func (s *jobServer) AbortRequests() {
 	st, err := s.a.runner.Status(s.key)
 	s.add(fmt.Sprintf("3 abort requests: job stopped %v", err != nil || st.StopRequested != nil))
 }
-func (s *jobServer) AwaitRequestWork() { s.add("3 await request work") }
+func (s *jobServer) RequestsEnded() <-chan struct{} { s.add("3 await request work"); return closed() }
 func (s *jobServer) Close() {
 	select {
 	case <-s.a.runner.Drained():
@@ -283,11 +283,11 @@ func (s *stepServer) add(step string) {
 	s.steps = append(s.steps, step)
 }
 
-func (s *stepServer) SetStopping()                { s.add("SetStopping") }
-func (s *stepServer) BeginDrain() <-chan struct{} { s.add("Drain"); return closed() }
-func (s *stepServer) AbortRequests()              { s.add("AbortRequests") }
-func (s *stepServer) AwaitRequestWork()           { s.add("AwaitRequestWork") }
-func (s *stepServer) Close()                      { s.add("Close") }
+func (s *stepServer) SetStopping()                   { s.add("SetStopping") }
+func (s *stepServer) BeginDrain() <-chan struct{}    { s.add("Drain"); return closed() }
+func (s *stepServer) AbortRequests()                 { s.add("AbortRequests") }
+func (s *stepServer) RequestsEnded() <-chan struct{} { s.add("AwaitRequestWork"); return closed() }
+func (s *stepServer) Close()                         { s.add("Close") }
 
 // TestFailedStartupStopsItsServerBeforeClosingIt: a startup that fails
 // after the review server listened (here: the ready file cannot be

@@ -12,7 +12,7 @@ import (
 	"github.com/codeboost/codeboost/demo"
 	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/runner"
-	"github.com/codeboost/codeboost/sim"
+	"github.com/codeboost/codeboost/sim/simenv"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -42,8 +42,8 @@ func follow(updates <-chan []byte) (string, bool) {
 // partial output exported. Both stream while they run and their streams
 // end when they settle.
 func TestCoordinatorRunsTheDemo(t *testing.T) {
-	loop := &sim.Loop{}
-	clock := sim.NewClock(loop)
+	loop := &simenv.Loop{}
+	clock := simenv.NewClock(loop)
 	dir := t.TempDir()
 	st, err := store.Open(filepath.Join(dir, "cb.db"), store.Options{Now: clock.Now, IDs: ids.Random{}})
 	if err != nil {

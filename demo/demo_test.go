@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
-	"github.com/codeboost/codeboost/sim"
+	"github.com/codeboost/codeboost/sim/simenv"
 	"github.com/codeboost/codeboost/words"
 )
 
@@ -39,15 +39,15 @@ func (r *recorder) Close() error { r.closes++; return nil }
 // world is one demo agent on a hand-driven clock.
 type world struct {
 	t     *testing.T
-	loop  *sim.Loop
-	clock *sim.Clock
+	loop  *simenv.Loop
+	clock *simenv.Clock
 	agent *Agent
 	d     dadapter.D
 }
 
 func newWorld(t *testing.T, seed uint64) *world {
-	loop := &sim.Loop{}
-	clock := sim.NewClock(loop)
+	loop := &simenv.Loop{}
+	clock := simenv.NewClock(loop)
 	a := New(Options{Loop: loop, Clock: clock, Seed: seed})
 	return &world{t: t, loop: loop, clock: clock, agent: a, d: a.D()}
 }

@@ -60,6 +60,7 @@ var Catalog = map[string]string{
 	"runner/before-diag-sizes":    "runs a scenario command after retention listed the diagnostics directory, before it reads each listed file's size",
 	"runner/before-run-continues": "runs a scenario command after a plan run's item freed its slot, before the run admits the next item",
 	"app/before-requeue":          "runs a scenario command in startup's requeue step (lane I3), right before each task recovery listed is requeued; between two steps of startup, not inside an event",
+	"app/before-stop-jobs":        "runs a scenario command in shutdown after step 3 (the write gate closed, request work and merges awaited), right before step 4 stops the jobs; between two steps of shutdown, not inside an event",
 	"merge/before-final-reread":   "runs a scenario command after a merge's final GitHub check returned, before the irreversible boundary re-reads the state version, the review version and the closing flag",
 }
 

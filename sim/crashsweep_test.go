@@ -295,7 +295,7 @@ func (w *sweepWorld) runStep(s step) (ok bool) {
 			if _, crash := r.(Crash); !crash {
 				panic(r)
 			}
-			w.Loop.die()
+			w.Loop.Die()
 			ok = false
 		}
 	}()
@@ -698,7 +698,7 @@ func sweep(t testing.TB) {
 					if _, ok := r.(Crash); !ok {
 						panic(r)
 					}
-					w.Loop.die()
+					w.Loop.Die()
 				}
 			}()
 			if err := w.boot(); err != nil { // startup, recovery included

@@ -9,6 +9,14 @@
 // a drain. The same script therefore gives the same trace on every run,
 // whatever GOMAXPROCS is.
 //
-// It may import runner, store, dadapter (with dadapter/simd) and the leaf
-// packages. Only tests and the scenario language (testscript) import it.
+// A world's process is package app's, booted and stopped through app's
+// startup and shutdown steps on the world's parts (app.Parts), as serve
+// boots it on the real ones. The parts themselves (virtual time, the loop,
+// the simulated GitHub and planner) are package sim/simenv's, which does
+// not import app, so that the tests of the packages app imports (web,
+// demo) can run on them too; sim re-exports them under their old names.
+//
+// It may import app, runner, store, dadapter (with dadapter/simd) and the
+// leaf packages. Only tests and the scenario language (testscript) import
+// it.
 package sim

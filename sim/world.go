@@ -64,6 +64,10 @@ type World struct {
 	// TaskIssues names each task's issue, read before each planning start.
 	TaskIssues map[string]PRRef
 	Config     Config
+	// Server is the review server the script built for the running
+	// process (nil: none), which shutdown's steps reach through
+	// serverSlot.
+	Server app.Server
 	// PlanningOff starts the next process without the planning provider,
 	// as serve starts without a github block.
 	PlanningOff bool
@@ -118,7 +122,7 @@ func (w *World) boot() error {
 	if w.PlanningOff {
 		planner = nil
 	}
-	a, err := app.New(app.Options{DB: w.DBPath, Root: root, LockHome: w.Dir,
+	a, err := app.New(app.Options{DB: w.DBPath, Root: root, LockHome: w.Dir, Server: serverSlot{w},
 		Runner: app.RunnerConfig{Slots: cfg.Slots, AttemptTimeout: app.Duration(cfg.AttemptTimeout), Budget: app.Duration(cfg.Budget),
 			DiagnosticsCap: cfg.DiagnosticsCap},
 		Parts: &app.Parts{Clock: w.Clock, Loop: w.Loop, IDs: w.IDs, RunnerTokens: w.IDs.Token,
@@ -131,7 +135,7 @@ func (w *World) boot() error {
 	if err != nil {
 		return err
 	}
-	w.app, w.steps, w.exited, w.stopping = a, a.Startup(), false, false
+	w.app, w.steps, w.exited, w.stopping, w.Server = a, a.Startup(), false, false, nil
 	w.Loop.Drain()
 	if w.steps.Done() && w.steps.Err() != nil && w.Runner == nil {
 		return w.steps.Err() // it stopped before recovery: nothing was started
@@ -187,8 +191,8 @@ func (w *World) Root() string { return filepath.Join(w.Dir, "codeboost-runner") 
 // outlives it here too: D's containers, task storage and labels.
 func (w *World) Crash() {
 	w.Trace("crash: the runner process is killed")
-	w.Loop.die()
-	w.Clock.timers = nil
+	w.Loop.Die()
+	w.Clock.DropTimers()
 	w.D.ProcessDied()
 	if w.app != nil {
 		w.app.Kill()
@@ -227,6 +231,37 @@ func (w *World) Shutdown() error {
 	w.steps, w.stopping = w.app.Shutdown(), true
 	w.Loop.Drain()
 	return nil
+}
+
+// AwaitShutdown passes the shutdown's waits, each up to bound in real
+// time, until the step named step (package app's names: "2 drain", "3
+// write gate", "3 merges", …) has run: the script's word that what an
+// HTTP handler's goroutine closes (the drain's end, the aborted requests'
+// return) has happened, so that the next step runs at this point of the
+// script.
+func (w *World) AwaitShutdown(step string, bound time.Duration) error {
+	if !w.stopping || w.steps == nil {
+		return errors.New("the process is not shutting down")
+	}
+	for !w.steps.Passed(step) {
+		if w.steps.Done() {
+			return fmt.Errorf("shutdown ended without step %q", step)
+		}
+		if !w.steps.Pass(bound) {
+			return fmt.Errorf("shutdown still waits before step %q after %v", step, bound)
+		}
+		w.Loop.Drain()
+	}
+	return nil
+}
+
+// Stopping reports whether the process's shutdown has begun.
+func (w *World) Stopping() bool { return w.stopping }
+
+// ShutdownPassed reports whether the process's shutdown has passed the
+// step named step (package app's names).
+func (w *World) ShutdownPassed(step string) bool {
+	return w.stopping && w.steps != nil && w.steps.Passed(step)
 }
 
 // Stopped reports whether the process's shutdown has run to its end
@@ -353,4 +388,49 @@ func (w *World) issue(ctx context.Context, planKey string) (string, error) {
 func (w *World) pullRequest(planKey string) (string, int, bool) {
 	r, ok := w.TaskPRs[planKey]
 	return r.Repo, r.Number, ok
+}
+
+// serverSlot is the world's review server as the process's shutdown sees
+// it: whichever one the script built for this process (after startup, as
+// scenarios add tasks), or none, whose steps have nothing to do.
+type serverSlot struct{ w *World }
+
+func (s serverSlot) SetStopping() {
+	if srv := s.w.Server; srv != nil {
+		srv.SetStopping()
+	}
+}
+
+func (s serverSlot) BeginDrain() <-chan struct{} {
+	if srv := s.w.Server; srv != nil {
+		return srv.BeginDrain()
+	}
+	return closed()
+}
+
+func (s serverSlot) AbortRequests() {
+	if srv := s.w.Server; srv != nil {
+		srv.AbortRequests()
+	}
+}
+
+func (s serverSlot) RequestsEnded() <-chan struct{} {
+	if srv := s.w.Server; srv != nil {
+		return srv.RequestsEnded()
+	}
+	return closed()
+}
+
+func (s serverSlot) Close() {
+	if srv := s.w.Server; srv != nil {
+		srv.Close()
+	}
+}
+
+// closed is a channel that is already closed: a wait with nothing to wait
+// for.
+func closed() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }

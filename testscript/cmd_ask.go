@@ -28,11 +28,8 @@ func init() {
 		Command{Name: "questions", Kind: Assertion, Usage: "questions TASK N",
 			Summary: "asserts the number of the task's questions",
 			Example: "questions T1 2", Run: cmdQuestions},
-		Command{Name: "ask-close", Kind: Action, Usage: "ask-close",
-			Summary: "shutdown step 6's questions.close(): aborts every question in flight; prints whether it has closed",
-			Example: "ask-close", Run: cmdAskClose},
 		Command{Name: "ask-closed", Kind: Assertion, Usage: "[!] ask-closed",
-			Summary: "asserts whether the channel ask-close returned has closed (every question settled, answered and its storage removed)",
+			Summary: "asserts whether the process's shutdown has passed step 6's questions.close(): every question in flight aborted, settled, answered through the capability and its storage removed",
 			Example: "ask-closed", Run: cmdAskClosed},
 	)
 }
@@ -131,40 +128,18 @@ func cmdQuestions(ts *gts.TestScript, neg bool, a argSet) {
 	}
 }
 
-func cmdAskClose(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	w := s.world(ts)
-	closed, err := w.Ask.Close(context.Background())
-	if err != nil {
-		ts.Fatalf("ask-close: %v", err)
-	}
-	w.Loop.Drain()
-	s.askClosed = closed
-	printClosing(ts, "ask", closed)
-}
-
-// printClosing prints whether a coordinator's close has ended: "WHAT:
-// closed" or "WHAT: closing".
-func printClosing(ts *gts.TestScript, what string, closed <-chan struct{}) {
-	if isClosed(closed) {
-		fmt.Fprintln(ts.Stdout(), what+": closed")
-	} else {
-		fmt.Fprintln(ts.Stdout(), what+": closing")
-	}
-}
-
 func cmdAskClosed(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	s.assertClosed(ts, neg, "ask-closed before ask-close", "Ask closed", s.askClosed)
+	get(ts).assertShutdownPassed(ts, neg, "6 questions", "Ask's close has resolved")
 }
 
-// assertClosed asserts whether the channel a coordinator's close returned
-// has closed; before is the error of an assertion made before the close.
-func (s *scenario) assertClosed(ts *gts.TestScript, neg bool, before, what string, closed <-chan struct{}) {
-	if closed == nil {
-		ts.Fatalf("%s", before)
+// assertShutdownPassed asserts whether the process's shutdown has passed
+// the step named step (package app's names).
+func (s *scenario) assertShutdownPassed(ts *gts.TestScript, neg bool, step, what string) {
+	w := s.world(ts)
+	if !w.Stopping() {
+		ts.Fatalf("%s: the process is not shutting down", what)
 	}
-	if got := isClosed(closed); got == neg {
+	if got := w.ShutdownPassed(step); got == neg {
 		s.fatal(ts, "%s: %v, want %v", what, got, !neg)
 	}
 }

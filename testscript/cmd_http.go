@@ -75,9 +75,6 @@ type httpState struct {
 	runner  *runner.Coordinator // the process srv serves: a restart makes a new one
 	tasks   int
 	pending map[string]*partialRequest
-	drained <-chan struct{} // closed when step 2 has ended
-	stopped chan struct{}   // closed when steps 2 and 3 have run
-	gated   chan struct{}   // closed when step 3 has closed the write gate
 }
 
 func (s *scenario) web(ts *gts.TestScript) *web.Server {
@@ -108,6 +105,7 @@ func (s *scenario) web(ts *gts.TestScript) *web.Server {
 		ts.Fatalf("web: %v", err)
 	}
 	h.srv, h.world, h.runner, h.tasks = srv, w, w.Runner, len(s.tasks)
+	w.Server = srv // the process's: its shutdown reaches it
 	if h.pending == nil {
 		h.pending = map[string]*partialRequest{}
 	}

@@ -36,9 +36,6 @@ func init() {
 		Command{Name: "merge-stop", Kind: Action, Usage: "merge-stop",
 			Summary: "shutdown step 1's half for merges (no merge is admitted and no merge command is sent after it), then step 3's check whether a merge is still in flight",
 			Example: "merge-stop", Run: cmdMergeStop},
-		Command{Name: "merge-reconcile", Kind: Action, Usage: "[!] merge-reconcile",
-			Summary: "the merge coordinator's startup: every merge still submitting or queued is read on GitHub and its outcome recorded",
-			Example: "merge-reconcile", Run: cmdMergeReconcile},
 	)
 }
 
@@ -154,12 +151,6 @@ func cmdMergeStop(ts *gts.TestScript, neg bool, a argSet) {
 	if _, err := w.Merge.AwaitIdle(context.Background()); err != nil {
 		ts.Fatalf("merge-stop: %v", err)
 	}
-}
-
-func cmdMergeReconcile(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	err := s.world(ts).Merge.Reconcile(context.Background())
-	s.expect(ts, neg, "merge-reconcile", err)
 }
 
 // mergeFields are what the merge assertion compares.

@@ -1,9 +1,7 @@
 package testscript
 
 import (
-	"context"
-	"time"
-
+	"github.com/codeboost/codeboost/web"
 	gts "github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -13,8 +11,8 @@ import (
 func init() {
 	register(
 		Command{Name: "shutdown", Kind: Action, Usage: "shutdown [server|await-gate|await-server]",
-			Summary: "without an argument: the process is asked to stop (SIGTERM) and runs serve's shutdown, package app's steps 1 to 8 in production's order (admission closed, the write gate closed, every job stopped; the steps after 4 wait for the jobs to settle and go on once the loop falls idle; after step 8 the process has exited). server: steps 1 and 2 over the review server (stopping set, Ask's and the merge coordinator's admission stopped and the runner's admission closed in one turn, then the drain starts, up to 14.5 s on the virtual clock); await-gate: waits until step 2 has ended and step 3 has aborted the remaining requests, destroyed those reading a body and closed the write gate; await-server: waits for all of that and for step 3's request work (after an advance past the drain limit, await-gate or await-server must come next)",
-			Example: "shutdown", Run: cmdShutdown},
+			Summary: "without an argument, or with server (which first builds the process's review server if the script has not): the process is asked to stop (SIGTERM) and runs serve's shutdown, package app's steps 1 to 8 in production's order: step 1 in one turn (the server's stopping flag, Ask's and the merge coordinator's admission stopped, the runner's admission closed), then step 2's drain, up to 14.5 s on the virtual clock; the steps after a wait on the loop's work (the jobs settling, questions closing) go on once the loop falls idle, and after step 8 the process has exited. What an HTTP handler's goroutine ends is passed only at the script's word: await-gate waits (in real time) until step 2's drain has ended and step 3 has aborted the remaining requests, destroyed those reading a body and closed the write gate; await-server until the aborted requests have returned and the merges in flight ended too (after an advance past the drain limit, await-gate or await-server must come next)",
+			Example: "shutdown server", Run: cmdShutdown},
 		Command{Name: "drained", Kind: Assertion, Usage: "[!] drained",
 			Summary: "asserts whether the runner's shutdown has begun and every job has ended (markers may remain)",
 			Example: "! drained", Run: cmdDrained},
@@ -27,50 +25,25 @@ func init() {
 func cmdShutdown(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
 	w := s.world(ts)
-	if len(a.pos) == 0 {
+	if len(a.pos) > 1 {
+		ts.Fatalf("usage: shutdown [server|await-gate|await-server]")
+	}
+	step := ""
+	if len(a.pos) == 1 {
+		step = a.pos[0]
+	}
+	switch step {
+	case "", "server":
+		if step == "server" {
+			s.web(ts) // the process's review server, built if the script has not yet
+		}
 		if err := w.Shutdown(); err != nil {
 			ts.Fatalf("%v", err)
 		}
-		return
-	}
-	if len(a.pos) != 1 {
-		ts.Fatalf("usage: shutdown [server|await-gate|await-server]")
-	}
-	switch a.pos[0] {
-	case "server":
-		srv := s.web(ts)
-		// Step 1, in one turn: the server's stopping flag and the
-		// coordinator's barrier.
-		srv.SetStopping() // with the merge coordinator's closing flag
-		w.Ask.StopAdmission()
-		w.Loop.Drain() // the events the stops posted (the merge coordinator's idle check)
-		if err := w.Runner.CloseAdmission(context.Background()); err != nil {
-			ts.Fatalf("%v", err)
-		}
-		drained := srv.BeginDrain() // step 2
-		s.http.drained = drained
-		stopped, gated := make(chan struct{}), make(chan struct{})
-		s.http.stopped, s.http.gated = stopped, gated
-		go func() {
-			defer close(stopped)
-			<-drained
-			srv.AbortRequests() // step 3
-			w.Store.CloseWriteGate()
-			close(gated)
-			srv.AwaitRequestWork()
-		}()
 	case "await-gate", "await-server":
-		if s.http.stopped == nil {
-			ts.Fatalf("shutdown %s before shutdown server", a.pos[0])
-		}
-		c := s.http.stopped
-		if a.pos[0] == "await-gate" {
-			c = s.http.gated
-		}
-		select {
-		case <-c:
-		case <-time.After(hangLimit):
-			s.fatal(ts, "the server's steps 2 and 3 did not end (is a request still waiting for its body before the drain limit?)")
+		until := map[string]string{"await-gate": "3 write gate", "await-server": "3 merges"}[step]
+		if err := w.AwaitShutdown(until, hangLimit); err != nil {
+			s.fatal(ts, "shutdown %s: %v (is a request still waiting for its body before the drain limit?)", step, err)
 		}
 	default:
 		ts.Fatalf("usage: shutdown [server|await-gate|await-server]")
@@ -86,10 +59,15 @@ func cmdDrained(ts *gts.TestScript, neg bool, a argSet) {
 
 func cmdHTTPDrained(ts *gts.TestScript, neg bool, a argSet) {
 	s := get(ts)
-	if s.http.drained == nil {
+	srv := s.world(ts).Server
+	if srv == nil {
+		ts.Fatalf("http-drained without a review server")
+	}
+	ended, begun := srv.(*web.Server).DrainEnded()
+	if !begun {
 		ts.Fatalf("http-drained before shutdown server")
 	}
-	if got := isClosed(s.http.drained); got == neg {
-		s.fatal(ts, "the drain has ended: %v, want %v", got, !neg)
+	if ended == neg {
+		s.fatal(ts, "the drain has ended: %v, want %v", ended, !neg)
 	}
 }

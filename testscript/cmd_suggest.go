@@ -53,11 +53,8 @@ func init() {
 		Command{Name: "plan-external", Kind: Action, Keys: []Key{K("complete", Text)}, Usage: "plan-external NAME complete=JSON|cancel",
 			Summary: "another process, a second Store over the same database file, completes request NAME with a reply or cancels it",
 			Example: "plan-external R1 cancel", Run: cmdPlanExternal},
-		Command{Name: "suggest-close", Kind: Action, Usage: "suggest-close",
-			Summary: "shutdown step 6's suggestion close(): admission flips to closing, every invocation is aborted with shutdown; prints whether it has closed",
-			Example: "suggest-close", Run: cmdSuggestClose},
 		Command{Name: "suggest-closed", Kind: Assertion, Usage: "[!] suggest-closed",
-			Summary: "asserts whether the channel suggest-close returned has closed (every provider settled, or the shutdown grace passed)",
+			Summary: "asserts whether the process's shutdown has passed step 6's suggestion close(): admission closing, every invocation aborted and every provider settled (or the shutdown grace passed)",
 			Example: "suggest-closed", Run: cmdSuggestClosed},
 		Command{Name: "http-plan", Kind: Action, Keys: []Key{K("mode", modeValue), K("as", Name), K("action", ActionName), K("rev", Int), K("snap", Name), K("id", Text), K("status", Int)}, Usage: "http-plan TASK start|get|cancel|apply|list [NAME] [mode=draft] [as=NAME] [action=NAME|raw:ID] [rev=N] [snap=S] [id=RAW] [status=CODE]",
 			Summary: "the Planning API: POST /api/plan/suggestions (or drafts) with the present revision and snapshot unless given, GET, POST …/cancel, POST …/apply of request NAME (id= sends a raw path ID), or GET /api/plan/requests; prints the HTTP status and the reply, and asserts status (default 200)",
@@ -66,10 +63,9 @@ func init() {
 }
 
 // planState is the scenario's planning state: what `suggest … own-items`
-// callers hold, and the channel suggest-close returned.
+// callers hold.
 type planState struct {
 	callerItems map[string][]store.PlanItem // request name → the caller's own slice
-	closed      <-chan struct{}
 }
 
 // planning is the server's Planning for the world's running process; nil
@@ -338,17 +334,8 @@ func cmdPlanExternal(ts *gts.TestScript, neg bool, a argSet) {
 	w.Trace("other process: " + map[bool]string{true: "completed ", false: "cancelled "}[complete] + r.ID)
 }
 
-func cmdSuggestClose(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	closed := s.suggestCoordinator(ts).Close()
-	s.world(ts).Loop.Drain()
-	s.plans.closed = closed
-	printClosing(ts, "suggest", closed)
-}
-
 func cmdSuggestClosed(ts *gts.TestScript, neg bool, a argSet) {
-	s := get(ts)
-	s.assertClosed(ts, neg, "suggest-closed before suggest-close", "the suggestion coordinator closed", s.plans.closed)
+	get(ts).assertShutdownPassed(ts, neg, "6 suggestions", "the suggestion coordinator's close has resolved")
 }
 
 func cmdHTTPPlan(ts *gts.TestScript, neg bool, a argSet) {

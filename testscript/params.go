@@ -61,9 +61,6 @@ type scenario struct {
 	tasks map[string]string // script name → plan key
 	auto  int               // counter for unnamed action IDs
 	http  httpState         // the review server and its requests in flight (cmd_http.go)
-	// askClosed is the channel Ask's close returned (cmd_ask.go), nil
-	// before ask-close.
-	askClosed <-chan struct{}
 	// plans is the planning commands' state (cmd_suggest.go).
 	plans planState
 	// mergeClicks are the merge clicks sent, by action name, so that a

@@ -105,10 +105,10 @@ func (c *connFixture) drain() (done chan struct{}) {
 	done = make(chan struct{})
 	go func() {
 		defer close(done)
-		c.srv.Drain()
+		<-c.srv.BeginDrain()
 		c.srv.AbortRequests()
 		c.w.Store.CloseWriteGate()
-		c.srv.AwaitRequestWork()
+		<-c.srv.RequestsEnded()
 	}()
 	return done
 }

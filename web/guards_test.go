@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/codeboost/codeboost/dadapter"
-	"github.com/codeboost/codeboost/sim"
 	"github.com/codeboost/codeboost/store"
 )
 
@@ -56,11 +55,7 @@ func TestNewNeedsARunnerAStoreAndAClock(t *testing.T) {
 	if s, err := New(Options{}); err == nil || err.Error() != "web: Runner, Store and Clock are required" {
 		t.Errorf("New with no options: %v, %v", s, err)
 	}
-	w, err := sim.NewWorld(t.TempDir(), sim.Config{Seed: 1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	w := newSimWorld(t)
 	id := store.Identity{RepositoryID: "repo", TaskID: "t1", PlanID: "plan"}
 	for name, tasks := range map[string][]Task{
 		"a name with a slash": {{Name: "a/b", Identity: id}},

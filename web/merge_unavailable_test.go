@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/codeboost/codeboost/codehost"
-	"github.com/codeboost/codeboost/sim"
 )
 
 // TestMergeWhileGitHubCannotSayIs503: a merge click whose GitHub read
@@ -16,7 +15,7 @@ import (
 func TestMergeWhileGitHubCannotSayIs503(t *testing.T) {
 	f := allRoutesFixture(t)
 	key := f.srv.tasks["demo"].Identity.Key()
-	f.w.TaskPRs[key] = sim.PRRef{Repo: "owner/demo", Number: 3}
+	f.w.TaskPRs[key] = prRef{Repo: "owner/demo", Number: 3}
 	f.w.GitHub.SetPullRequest("owner/demo", codehost.PullRequest{Number: 3, State: "open", HeadSHA: "c0ffee"}) // Mergeable unknown
 	id := f.actionID()
 	rec := f.send("POST", "/api/merge", mustJSON(t, MergeRequest{Task: "demo", ActionID: id}), false)

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/codeboost/codeboost/runner"
-	"github.com/codeboost/codeboost/sim"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -20,11 +19,7 @@ import (
 // gathered when it failed.
 // Sweep survivor (seed 271828): web/metrics.go:Server.registerGauges:ignore-error:31d5f59c.
 func TestMetricsCountNothingOfAnUnreadTask(t *testing.T) {
-	w, err := sim.NewWorld(t.TempDir(), sim.Config{Seed: 1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	w := newSimWorld(t)
 	id := store.Identity{RepositoryID: "repo", TaskID: "t1", PlanID: "plan"}
 	if err := w.Store.Update(func(tx *store.Tx) error {
 		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"one"}, Status: words.StatusRunning})

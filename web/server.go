@@ -234,12 +234,8 @@ func (s *Server) SetStopping() {
 	}
 }
 
-// Drain is step 2: wait for the admitted requests up to the drain limit,
-// on the injected clock. Connections are still accepted meanwhile, and
-// every request on them is 503 (see SetStopping).
-func (s *Server) Drain() { <-s.BeginDrain() }
-
-// BeginDrain starts step 2 and returns a channel closed once the drain
+// BeginDrain is step 2: it starts the wait for the admitted requests, up
+// to the drain limit on the injected clock, and returns a channel closed once the drain
 // has ended: no admitted request is left, or the drain limit has passed.
 // Nothing waits on a goroutine of the server's own: the channel is closed
 // by whatever ends the drain (the last request returning, or the limit's
@@ -262,6 +258,17 @@ func (s *Server) BeginDrain() <-chan struct{} {
 		closeOnce(drained)
 	})
 	return drained
+}
+
+// DrainEnded reports whether step 2 has begun and whether its drain has
+// ended.
+func (s *Server) DrainEnded() (ended, begun bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.drained == nil {
+		return false, false
+	}
+	return isClosed(s.drained), true
 }
 
 func isClosed(c chan struct{}) bool {
@@ -306,21 +313,12 @@ func (s *Server) AbortRequests() {
 	}
 }
 
-// AwaitRequestWork is step 3's last half, after the write gate closed:
-// the aborted requests return (a write that reaches the gate now answers
-// 503), and the merge coordinator's merges in flight end (their
-// settlement holds the shutdown capability).
-func (s *Server) AwaitRequestWork() {
-	<-s.idle
-	if s.opt.Merges != nil {
-		idle, err := s.opt.Merges.AwaitIdle(context.Background())
-		if err != nil {
-			s.log.Error("shutdown: the merges in flight could not be awaited", "err", err)
-			return
-		}
-		<-idle
-	}
-}
+// RequestsEnded is step 3's last half, after the write gate closed: a
+// channel closed once every aborted request has returned (a write that
+// reaches the gate now answers 503). The merge coordinator's merges in
+// flight are the caller's to await next (their settlement holds the
+// shutdown capability).
+func (s *Server) RequestsEnded() <-chan struct{} { return s.idle }
 
 // Close is step 6: close every connection and wait for Serve to return.
 func (s *Server) Close() {

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/codeboost/codeboost/sim"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -25,7 +24,7 @@ import (
 
 type fixture struct {
 	t   testing.TB
-	w   *sim.World
+	w   *simWorld
 	srv *Server
 	key string
 	n   int // action IDs handed out
@@ -33,11 +32,7 @@ type fixture struct {
 
 func newFixture(t testing.TB, items int) *fixture {
 	t.Helper()
-	w, err := sim.NewWorld(t.TempDir(), sim.Config{Seed: 1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	w := newSimWorld(t)
 	id := store.Identity{RepositoryID: "repo", TaskID: "t1", PlanID: "plan"}
 	titles := make([]string, items)
 	for i := range titles {

@@ -181,10 +181,10 @@ func TestStoppingAnswers503OnEveryConnection(t *testing.T) {
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
-		c.srv.Drain()
+		<-c.srv.BeginDrain()
 		c.srv.AbortRequests()
 		c.w.Store.CloseWriteGate()
-		c.srv.AwaitRequestWork()
+		<-c.srv.RequestsEnded()
 	}()
 
 	fmt.Fprintf(kept, "GET /api/runner?task=demo HTTP/1.1\r\nHost: codeboost\r\n\r\n")

@@ -29,7 +29,7 @@ import (
 	"github.com/codeboost/codeboost/internal/mutant"
 	"github.com/codeboost/codeboost/merge"
 	"github.com/codeboost/codeboost/runner"
-	"github.com/codeboost/codeboost/sim"
+	"github.com/codeboost/codeboost/sim/simenv"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/suggest"
 	"github.com/codeboost/codeboost/words"
@@ -61,13 +61,13 @@ type uiWorld struct {
 	// suggest is the suggestion coordinator, on the runner's loop, with
 	// plan, the simulated planning provider a test settles by hand.
 	suggest *suggest.Coordinator
-	plan    *sim.Planner
+	plan    *simenv.Planner
 
 	// merge is the merge coordinator, on the runner's loop, merging on
 	// github, the simulated GitHub; each task's pull request is number 7
 	// of owner/<task name>.
 	merge  *merge.Coordinator
-	github *sim.GitHub
+	github *simenv.GitHub
 }
 
 // uiTask is a configured task of the world, created in review with its
@@ -141,12 +141,12 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 		t.Fatal(err)
 	}
 	<-w.ask.Opened()
-	w.plan = sim.NewPlanner(func(string) {})
+	w.plan = simenv.NewPlanner(func(string) {})
 	w.suggest, err = suggest.New(suggest.Config{Store: st, Capability: capability, Loop: w.loop, Clock: clock, IDs: idSource, Provider: w.plan})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.github = sim.NewGitHub(nil)
+	w.github = simenv.NewGitHub(nil)
 	w.merge, err = merge.New(merge.Config{Store: st, Capability: capability, Host: w.github, Loop: w.loop, IDs: idSource,
 		PullRequest: func(planKey string) (string, int, bool) {
 			for name, id := range w.tasks {

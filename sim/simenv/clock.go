@@ -1,4 +1,4 @@
-package sim
+package simenv
 
 import (
 	"context"
@@ -53,6 +53,9 @@ func (t *timer) Stop() bool {
 	return false
 }
 
+// DropTimers forgets every pending timer: they were the dead process's.
+func (c *Clock) DropTimers() { c.timers = nil }
+
 // Advance moves time forward by d, firing every timer that falls due.
 func (c *Clock) Advance(d time.Duration) {
 	target := c.now.Add(d)
@@ -101,7 +104,7 @@ type Loop struct {
 	crashed bool
 
 	// Idle is the process's main goroutine (startup's and shutdown's
-	// steps, sim.World.proceed): it runs whenever the queue is empty, as
+	// steps, package sim's World.proceed): it runs whenever the queue is empty, as
 	// production's wakes when what it waits for has happened. It reports
 	// whether it ran a step.
 	Idle func() bool
@@ -315,6 +318,10 @@ func (l *Loop) run(fn func()) {
 	}()
 	fn()
 }
+
+// Die is the process killed: nothing queued or held back runs, and
+// nothing posted from now on is kept, until Revive.
+func (l *Loop) Die() { l.die() }
 
 func (l *Loop) die() {
 	l.crashed, l.answers = true, nil
