@@ -186,13 +186,13 @@ func (s holdingServer) BeginDrain() <-chan struct{} {
 	go func() { <-s.release; close(drained) }()
 	return drained
 }
-func (s holdingServer) AbortRequests()                 {}
+func (s holdingServer) AbortRequests() {}
 func (s holdingServer) RequestsEnded() <-chan struct{} {
 	ended := make(chan struct{})
 	close(ended)
 	return ended
 }
-func (s holdingServer) Close()                         {}
+func (s holdingServer) Close() {}
 
 // TestSecondSignalDuringShutdownSkipsNothing: after startup, the first
 // SIGINT begins shutdown; a second one while shutdown is still under way
