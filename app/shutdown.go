@@ -69,21 +69,24 @@ func (a *App) Shutdown() *Steps {
 
 // closeAdmission is step 1: set stopping on the server, stop Ask's
 // admission (questions.stopAdmission()) and make the coordinator reject
-// admission, in the same turn, before any active-work
-// list is copied; new runner work then fails with runner.ErrShuttingDown.
+// admission, in one synchronous turn (a single event on the loop every
+// coordinator shares, so no admission falls between them), before any
+// active-work list is copied; new runner work then fails with
+// runner.ErrShuttingDown.
 // The publisher is aborted in this turn too (step 2a). Jobs run on until
 // step 4, so that a request drained in step 2 still meets its job as it was.
 func (a *App) closeAdmission() {
 	a.log.Info("stopping")
-	if a.server != nil {
-		a.server.SetStopping() // with the merge coordinator's closing flag
-	}
-	a.stopMerge()
-	a.stopAsk()
-	if a.opt.Publisher != nil {
-		a.opt.Publisher.Abort()
-	}
-	if err := a.runner.CloseAdmission(context.Background()); err != nil {
+	if err := a.runner.CloseAdmission(context.Background(), func() {
+		if a.server != nil {
+			a.server.SetStopping() // with the merge coordinator's closing flag
+		}
+		a.stopMerge()
+		a.stopAsk()
+		if a.opt.Publisher != nil {
+			a.opt.Publisher.Abort()
+		}
+	}); err != nil {
 		a.log.Error("shutdown: admission could not be closed", "err", err)
 	}
 }

@@ -336,3 +336,39 @@ func TestTextLogPrefixesAttributesAddedUnderAGroup(t *testing.T) {
 		t.Errorf("text log %q, want %q", b.String(), want)
 	}
 }
+
+// turnServer records whether step 1's server half ran on the loop every
+// coordinator shares.
+type turnServer struct {
+	stepServer
+	a      *App
+	onLoop bool
+}
+
+func (s *turnServer) SetStopping() {
+	s.onLoop = s.a.loop.(*runner.GoroutineLoop).OnLoop()
+	s.stepServer.SetStopping()
+}
+
+// TestStepOneIsOneTurn: shutdown step 1 sets the server's stopping flag
+// and closes the runner's admission "in the same synchronous turn": the
+// server's half runs inside the very loop event that closes admission, so
+// no admission on the loop can fall between the two.
+func TestStepOneIsOneTurn(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	srv := &turnServer{}
+	a, err := New(Options{DB: filepath.Join(t.TempDir(), "codeboost.db"), Check: true, Stderr: io.Discard, Server: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.a = a
+	if err := a.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if !srv.onLoop {
+		t.Error("the server's stopping flag was set outside the loop event that closed the runner's admission")
+	}
+	if len(srv.steps) == 0 || srv.steps[0] != "SetStopping" {
+		t.Errorf("the server's steps %v, want SetStopping first", srv.steps)
+	}
+}

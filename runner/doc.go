@@ -23,7 +23,7 @@
 //	--------                              --
 //	runner coordinator                    Coordinator
 //	open → closing                        Coordinator.closing, CloseAdmission, ErrShuttingDown
-//	shutdown steps 1, 4, 5 and 5a         CloseAdmission (1), StopJobs (4), Drained (4, 5, 5a), Shutdown
+//	shutdown steps 1, 4, 5 and 5a         CloseAdmission (1), StopJobs (4), Drained (4, 5, 5a)
 //	admission (two steps)                 Coordinator.Admit → reserve, store.Tx.Admit
 //	slot                                  Coordinator.slotsUsed, Config.Slots
 //	in-memory job                         job (its holder.Holder: phase, first reason, marker)

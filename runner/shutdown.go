@@ -8,9 +8,9 @@ import (
 	"github.com/codeboost/codeboost/words"
 )
 
-// Shutdown is the coordinator's part of the contract's "Shutdown" order.
-// The server sets its stopping flag and calls CloseAdmission in the same
-// turn (step 1); it drains requests and closes the Store's write gate
+// The coordinator's part of the contract's "Shutdown" order, which package
+// app runs: the server sets its stopping flag and the coordinator closes
+// admission in the same turn (step 1, CloseAdmission); it drains requests and closes the Store's write gate
 // (steps 2 and 3); StopJobs then gives every job the first reason shutdown
 // unless it had one, and asks D to stop or aborts preparation (step 4);
 // each job then ends through the ordinary holder order (step 5: export,
@@ -27,12 +27,20 @@ func (c *Coordinator) write(fn func(*store.Tx) error) error {
 	return c.deps.Capability.Update(fn)
 }
 
-// CloseAdmission is shutdown step 1's coordinator half: from this event on,
-// admission is refused with ErrShuttingDown, and the coordinator never opens
-// again. Jobs run on until StopJobs (step 4), so that a request the server
-// drains in step 2 still meets its job as it was.
-func (c *Coordinator) CloseAdmission(ctx context.Context) error {
-	return c.call(ctx, c.closeAdmission)
+// CloseAdmission is shutdown step 1, one synchronous turn: turn (the
+// server's stopping flag, the other lanes' admission stopped) runs first,
+// then the coordinator's barrier, in the same event, so that no admission
+// on the loop falls between them. From this event on, admission is refused
+// with ErrShuttingDown, and the coordinator never opens again. Jobs run on
+// until StopJobs (step 4), so that a request the server drains in step 2
+// still meets its job as it was.
+func (c *Coordinator) CloseAdmission(ctx context.Context, turn func()) error {
+	return c.call(ctx, func() {
+		if turn != nil {
+			turn()
+		}
+		c.closeAdmission()
+	})
 }
 
 func (c *Coordinator) closeAdmission() {
@@ -70,21 +78,6 @@ func (c *Coordinator) stopJobs() {
 // left (steps 4, 5 and 5a). Markers may remain: each holds its slot until
 // startup recovery.
 func (c *Coordinator) Drained() <-chan struct{} { return c.drained }
-
-// Shutdown is steps 1 and 4 in one event (StopJobs), for a process that
-// has no requests to drain between them, then waits until every job has
-// ended, or ctx ends.
-func (c *Coordinator) Shutdown(ctx context.Context) error {
-	if err := c.StopJobs(ctx); err != nil {
-		return err
-	}
-	select {
-	case <-c.drained:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 func (c *Coordinator) sortedJobKeys() []string {
 	keys := make([]string, 0, len(c.jobs))
