@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -90,33 +89,14 @@ type worldOptions struct {
 func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 	t.Helper()
 	dir := t.TempDir()
-	db := filepath.Join(dir, "codeboost.db")
 	clock := newManualClock()
 	idSource := ids.NewSeeded(1)
 	fp := failpoints.New()
-	st, err := store.Open(db, store.Options{Now: clock.Now, IDs: idSource, Failpoints: fp})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fi syscall.Stat_t
-	if err := syscall.Stat(db, &fi); err != nil {
-		t.Fatal(err)
-	}
-	capability := st.ShutdownCapability()
-	var token string
-	if err := capability.Update(func(tx *store.Tx) (err error) {
-		token, err = tx.RunnerOwnerToken(uint64(fi.Dev), fi.Ino, idSource.Token)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "codeboost-runner")
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	st, capability, root, token, askToken := openTestStore(t, dir, clock.Now, idSource, fp)
 	w := &uiWorld{t: t, fp: fp, clock: clock, loop: runner.NewGoroutineLoop(), store: st, out: livelog.NewHub(0), tasks: map[string]store.Identity{}}
 	w.d = simd.NewD(func(id string) string { return id }, func(string) {})
 	w.d.Now = clock.Now
+	var err error
 	w.run, err = runner.New(runner.Config{Slots: 1, Root: root, Owner: token}, runner.Deps{
 		Store: st, Capability: capability, D: w.d, Clock: clock, Loop: w.loop, IDs: idSource, Failpoints: fp, Output: w.out.Sink,
 	})
@@ -124,13 +104,6 @@ func newUIWorld(t *testing.T, opt worldOptions) *uiWorld {
 		t.Fatal(err)
 	}
 	if err := w.run.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	var askToken string
-	if err := capability.Update(func(tx *store.Tx) (err error) {
-		askToken, err = tx.AskOwnerToken(uint64(fi.Dev), fi.Ino, idSource.Token)
-		return err
-	}); err != nil {
 		t.Fatal(err)
 	}
 	w.ask, err = ask.New(ask.Config{Store: st, Capability: capability, D: w.d, Loop: w.loop, Clock: clock, IDs: idSource, Owner: askToken})

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/codeboost/codeboost/ask"
 	"github.com/codeboost/codeboost/dadapter"
@@ -56,33 +57,11 @@ func newSimWorld(t testing.TB) *simWorld {
 	w := &simWorld{DBPath: filepath.Join(dir, "codeboost.db"), Loop: loop, Clock: simenv.NewClock(loop), FP: failpoints.New(),
 		TaskPRs: map[string]prRef{}, GitHub: simenv.NewGitHub(nil), Planner: simenv.NewPlanner(func(string) {})}
 	idSource := ids.NewSeeded(1)
-	st, err := store.Open(w.DBPath, store.Options{Now: w.Clock.Now, IDs: idSource, Failpoints: w.FP})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Store.Close() })
+	st, capability, root, owner, askOwner := openTestStore(t, dir, w.Clock.Now, idSource, w.FP)
 	w.Store = st
-	var fi syscall.Stat_t
-	if err := syscall.Stat(w.DBPath, &fi); err != nil {
-		t.Fatal(err)
-	}
-	capability := st.ShutdownCapability()
-	var owner, askOwner string
-	if err := capability.Update(func(tx *store.Tx) (err error) {
-		if owner, err = tx.RunnerOwnerToken(uint64(fi.Dev), fi.Ino, idSource.Token); err != nil {
-			return err
-		}
-		askOwner, err = tx.AskOwnerToken(uint64(fi.Dev), fi.Ino, idSource.Token)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "codeboost-runner")
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		t.Fatal(err)
-	}
 	d := simd.NewD(func(id string) string { return id }, func(string) {})
 	d.Now = w.Clock.Now
+	var err error
 	if w.Runner, err = runner.New(runner.Config{Root: root, Owner: owner}, runner.Deps{
 		Store: st, Capability: capability, D: d, Clock: w.Clock, Loop: loop, IDs: idSource, Failpoints: w.FP,
 		StopGroup: func(_ context.Context, g dadapter.ProcessGroup) error { return d.StopGroup(g) },
@@ -106,4 +85,38 @@ func newSimWorld(t testing.TB) *simWorld {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// openTestStore opens the Store of a test world in dir, on its clock, ID
+// source and failpoints, with the runner's and Ask's owner tokens for its
+// file and the runner root made: what both of this package's test worlds
+// (simWorld, uiWorld) start from. The Store closes when the test ends.
+func openTestStore(t testing.TB, dir string, now func() time.Time, idSource *ids.Seeded, fp *failpoints.Set) (
+	st *store.Store, capability store.Capability, root, owner, askOwner string) {
+	t.Helper()
+	db := filepath.Join(dir, "codeboost.db")
+	st, err := store.Open(db, store.Options{Now: now, IDs: idSource, Failpoints: fp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	var fi syscall.Stat_t
+	if err := syscall.Stat(db, &fi); err != nil {
+		t.Fatal(err)
+	}
+	capability = st.ShutdownCapability()
+	if err := capability.Update(func(tx *store.Tx) (err error) {
+		if owner, err = tx.RunnerOwnerToken(uint64(fi.Dev), fi.Ino, idSource.Token); err != nil {
+			return err
+		}
+		askOwner, err = tx.AskOwnerToken(uint64(fi.Dev), fi.Ino, idSource.Token)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	root = filepath.Join(dir, "codeboost-runner")
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return st, capability, root, owner, askOwner
 }
