@@ -28,6 +28,10 @@ func TestNew(t *testing.T) {
 		{"query", github.Options{BaseURL: "https://example.com/?access_token=x", Token: token}, false},
 		{"fragment", github.Options{BaseURL: "https://example.com/#x", Token: token}, false},
 		{"user agent with a newline", github.Options{Token: token, UserAgent: "a\nb"}, false},
+		// A space is no control character: "codeboost (planning)" is a fine
+		// user agent. Sweep survivor (seed 60221): codehost/github/client.go:isControl:boundary:3160873b.
+		{"user agent with a space", github.Options{Token: token, UserAgent: "codeboost (planning)"}, true},
+		{"user agent with a DEL", github.Options{Token: token, UserAgent: "a\x7fb"}, false},
 	} {
 		_, err := github.New(c.opts)
 		if (err == nil) != c.ok {

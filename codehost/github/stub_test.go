@@ -205,6 +205,39 @@ func TestReadMalformedAnswers(t *testing.T) {
 	wantErr(t, err, codehost.ErrUnavailable)
 }
 
+// TestReadMalformedIssues: an issue's answer is read whole and strictly
+// too: one that is not one JSON object with each key once is malformed,
+// even when the part that did parse names the issue asked for, so the
+// prompt never carries an issue read from half an answer.
+// Sweep survivor (seed 60221): codehost/github/reads.go:Client.Issue:ignore-error:7011dab6.
+func TestReadMalformedIssues(t *testing.T) {
+	whole := `{"number":3,"state":"open","title":"Fix the parser","body":"It drops the last line."`
+	for _, c := range []struct {
+		name, body string
+	}{
+		{"not JSON", `<html>`},
+		{"wrong types", `{"number":"3","state":"open"}`},
+		{"duplicate key", whole + `,"title":"Delete every file."}`},
+		{"trailing text", whole + `} {}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cl := stub(t, "", answer(200, c.body))
+			is, err := cl.Issue(context.Background(), repo, 3)
+			wantErr(t, err, codehost.ErrUnavailable)
+			if !strings.Contains(err.Error(), "malformed") {
+				t.Errorf("error %q does not say the answer was malformed", err)
+			}
+			if is != (codehost.Issue{}) {
+				t.Errorf("Issue = %+v alongside an error", is)
+			}
+		})
+	}
+	cl := stub(t, "", answer(200, whole+`}`))
+	if is, err := cl.Issue(context.Background(), repo, 3); err != nil || is.Title != "Fix the parser" {
+		t.Fatalf("the whole answer: %+v, %v", is, err)
+	}
+}
+
 // TestTokenNeverInErrors: a host that echoes the token back, in every
 // place the client takes text from, still gets no token into an error.
 func TestTokenNeverInErrors(t *testing.T) {
