@@ -100,7 +100,10 @@ func TestProductionRunnerWithoutDocker(t *testing.T) {
 	if a.PreparationStartedAt != nil {
 		t.Errorf("the attempt keeps a preparation-starting mark with no process behind it")
 	}
-	c.Shutdown(context.Background())
+	if err := c.StopJobs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-c.Drained()
 }
 
 // closeCounter is an output sink that counts its Closes.
