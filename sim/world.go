@@ -172,6 +172,13 @@ func (w *World) lanes() {
 		w.Store = l.Store
 	}
 	w.Runner, w.Ask, w.Merge, w.Suggest = l.Runner, l.Ask, l.Merge, l.Suggest
+	w.learnOwners()
+}
+
+// learnOwners takes the owner tokens startup has read, for the trace to
+// name them.
+func (w *World) learnOwners() {
+	l := w.app.Lanes()
 	if l.Owner != "" {
 		w.Owner = l.Owner
 	}
@@ -264,10 +271,6 @@ func (w *World) ShutdownPassed(step string) bool {
 	return w.stopping && w.steps != nil && w.steps.Passed(step)
 }
 
-// Stopped reports whether the process's shutdown has run to its end
-// (step 8: the Store closed, the lock released).
-func (w *World) Stopped() bool { return w.stopping && w.steps != nil && w.steps.Done() }
-
 // exit is the end of a process whose startup stopped (recovery's steps 2d
 // and 3): startup has closed its Store and released its lock, and it exits
 // non-zero. The script keeps a read handle on the same file, as an
@@ -348,8 +351,8 @@ func (w *World) Trace(line string) {
 	if w.Dir != "" {
 		line = strings.ReplaceAll(line, w.Dir, "<world>")
 	}
-	if w.app != nil { // startup traces before the world has taken its lanes
-		w.lanes()
+	if (w.Owner == "" || w.AskOwner == "") && w.app != nil {
+		w.learnOwners() // startup traces before proceed has taken its lanes
 	}
 	if w.Owner != "" {
 		line = strings.ReplaceAll(line, w.Owner, "<owner>")

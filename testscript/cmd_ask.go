@@ -131,15 +131,3 @@ func cmdQuestions(ts *gts.TestScript, neg bool, a argSet) {
 func cmdAskClosed(ts *gts.TestScript, neg bool, a argSet) {
 	get(ts).assertShutdownPassed(ts, neg, "6 questions", "Ask's close has resolved")
 }
-
-// assertShutdownPassed asserts whether the process's shutdown has passed
-// the step named step (package app's names).
-func (s *scenario) assertShutdownPassed(ts *gts.TestScript, neg bool, step, what string) {
-	w := s.world(ts)
-	if !w.Stopping() {
-		ts.Fatalf("%s: the process is not shutting down", what)
-	}
-	if got := w.ShutdownPassed(step); got == neg {
-		s.fatal(ts, "%s: %v, want %v", what, got, !neg)
-	}
-}

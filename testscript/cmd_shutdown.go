@@ -71,3 +71,15 @@ func cmdHTTPDrained(ts *gts.TestScript, neg bool, a argSet) {
 		s.fatal(ts, "the drain has ended: %v, want %v", ended, !neg)
 	}
 }
+
+// assertShutdownPassed asserts whether the process's shutdown has passed
+// the step named step (package app's names).
+func (s *scenario) assertShutdownPassed(ts *gts.TestScript, neg bool, step, what string) {
+	w := s.world(ts)
+	if !w.Stopping() {
+		ts.Fatalf("%s: the process is not shutting down", what)
+	}
+	if got := w.ShutdownPassed(step); got == neg {
+		s.fatal(ts, "%s: %v, want %v", what, got, !neg)
+	}
+}
