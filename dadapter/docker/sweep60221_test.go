@@ -269,7 +269,7 @@ func TestRemoveOfALostCreateTakesOnlyItsOwnContainer(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		list    func(h *handle, owner dadapter.StorageOwner) []listed // nil: the list fails
-		removed string                                              // the container removed, "" for none
+		removed string                                                // the container removed, "" for none
 		unknown bool
 	}{
 		{name: "the attempt's own, after a stranger's", removed: "c0ffee02",
