@@ -116,6 +116,9 @@ func (a *App) repository() func(planKey string) string {
 // alone, and the agent's container says nothing else.
 func (a *App) prompt(at store.Attempt) string {
 	head := "codeboost " + at.Kind + " attempt " + at.ID
+	if at.Item == nil {
+		return head + "\n" // nothing to read: a View per launch was a tenth of a read-only attempt's cost
+	}
 	var it store.PlanItem
 	var ok bool
 	if err := a.store.View(func(tx *store.Tx) (err error) {

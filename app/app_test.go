@@ -177,10 +177,12 @@ func leaveExecuteAttempt(t *testing.T, db string, then func(tx *store.Tx, a stor
 			return err
 		}
 		item := 1
-		if attempt, err = tx.Admit(store.AdmitRequest{PlanKey: id.Key(), Kind: words.KindExecute, Item: &item,
-			AttemptTimeout: time.Hour, Budget: 2 * time.Hour}); err != nil {
+		admitted, err := tx.Admit(store.AdmitRequest{PlanKey: id.Key(), Kind: words.KindExecute, Item: &item,
+			AttemptTimeout: time.Hour, Budget: 2 * time.Hour})
+		if err != nil {
 			return err
 		}
+		attempt = admitted.Attempt
 		return then(tx, attempt)
 	})
 	if err != nil {

@@ -246,7 +246,7 @@ func (c *Coordinator) admitAction(ctx context.Context, r ActionRequest, kind str
 				release = nil
 				c.startJob(a)
 				if admitted != nil {
-					admitted(a)
+					admitted(a.Attempt)
 				}
 			})
 			return store.Response{Outcome: "admitted", AttemptID: a.ID}, nil

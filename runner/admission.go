@@ -28,6 +28,12 @@ type job struct {
 	// carry out its effects and report back.
 	h            holder.Holder
 	allocationID string // saved by admission; the storage is allocated under it
+	// admitted is the row as admission wrote it. Only what admission fixes
+	// for good is read from it (the item and the captured context, which
+	// name the plan item); what may change since (state, first reason,
+	// the present context) is read again where a guard needs it.
+	admitted store.Attempt
+	spec     *itemSpec // the plan item's spec, once read (runner/tree.go)
 	staleCause   string // for first reason stale
 	reasonSaved  bool   // false while the first-reason write has failed
 
@@ -142,9 +148,9 @@ func (c *Coordinator) admitRequest(req store.AdmitRequest) store.AdmitRequest {
 }
 
 // startJob creates the job for an admitted attempt and starts preparation.
-func (c *Coordinator) startJob(a store.Attempt) {
+func (c *Coordinator) startJob(a store.Admitted) {
 	j := &job{attemptID: a.ID, planKey: a.PlanKey, kind: a.Kind, writable: words.Writable(a.Kind), reasonSaved: true,
-		allocationID: a.AllocationID, source: dadapter.Source{Commit: a.Context.ReferencedCodeHash}}
+		allocationID: a.AllocationID, source: dadapter.Source{Commit: a.Context.ReferencedCodeHash}, admitted: a.Attempt}
 	if c.deps.Repository != nil {
 		j.source.Repository = c.deps.Repository(a.PlanKey)
 	}

@@ -23,7 +23,7 @@ type Store interface {
 	Update(fn func(*store.Tx) error) error
 	View(fn func(*store.Tx) error) error
 	UserAction(a store.Action, fn func(*store.Tx) (store.Response, error)) (store.Response, error)
-	Admit(r store.AdmitRequest) (store.Attempt, error)
+	Admit(r store.AdmitRequest) (store.Admitted, error)
 	AdmissionRefused(planKey string, err error)
 	Task(planKey string) (store.Task, error)
 	Attempt(id string) (store.Attempt, error)

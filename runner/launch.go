@@ -336,10 +336,7 @@ func (c *Coordinator) read(j *job) (a store.Attempt, task store.Task, present st
 		if a, err = tx.Attempt(j.attemptID); err != nil {
 			return err
 		}
-		if task, err = tx.Task(j.planKey); err != nil {
-			return err
-		}
-		present, err = tx.PresentContext(j.planKey)
+		task, present, err = tx.TaskAndPresent(j.planKey)
 		return err
 	})
 	return

@@ -168,7 +168,7 @@ func (c *Coordinator) continueRun(run *planRun) {
 		end(err.Error())
 		return
 	}
-	var next store.Attempt
+	var next store.Admitted
 	var finished bool
 	err = c.deps.Store.Update(func(tx *store.Tx) error {
 		var start store.PlanStart

@@ -91,14 +91,10 @@ func (c *Coordinator) applyStop(j *job, reason words.Reason, staleCause string, 
 
 // armTimers arms the attempt deadline (preparation only: once D has a
 // handle, timeouts are D's job) and the whole-task budget.
-func (c *Coordinator) armTimers(j *job, a store.Attempt) {
+func (c *Coordinator) armTimers(j *job, a store.Admitted) {
 	now := c.deps.Clock.Now()
 	j.deadlineTimer = c.afterFunc(a.Deadline.Sub(now), func() { c.deadlinePassed(j) })
-	task, err := c.deps.Store.Task(a.PlanKey)
-	if err != nil || task.BudgetDeadline == nil {
-		return
-	}
-	j.budgetTimer = c.afterFunc(task.BudgetDeadline.Sub(now), func() { c.budgetSpent(j) })
+	j.budgetTimer = c.afterFunc(a.BudgetDeadline.Sub(now), func() { c.budgetSpent(j) })
 }
 
 func (c *Coordinator) stopTimers(j *job) {

@@ -75,22 +75,36 @@ func (c *Coordinator) itemOperations(j *job) ([]dadapter.FileOperation, error) {
 
 // itemSpec is the attempt's plan item as the plan document declared it,
 // at the attempt's plan revision; ok is false for an attempt without an
-// item, or an item known by its title alone.
+// item, or an item known by its title alone. The item and the revision
+// are fixed at admission and a revision's items are never rewritten (an
+// import makes a new revision), so the spec is read once per job and an
+// attempt without an item reads nothing: the tree check and publication
+// both ask, and each read was a transaction of the attempt's own.
 func (c *Coordinator) itemSpec(j *job) (spec plan.Item, ok bool, err error) {
-	a, err := c.deps.Store.Attempt(j.attemptID)
-	if err != nil {
-		return spec, false, err
+	if j.admitted.Item == nil {
+		return spec, false, nil
+	}
+	if j.spec != nil {
+		return j.spec.item, j.spec.ok, nil
 	}
 	var it store.PlanItem
 	if err := c.deps.Store.View(func(tx *store.Tx) (err error) {
-		it, ok, err = tx.ItemOf(a)
+		it, ok, err = tx.ItemOf(j.admitted)
 		return err
-	}); err != nil || !ok || len(it.Spec) == 0 {
+	}); err != nil {
 		return spec, false, err
 	}
-	spec, err = plan.ParseSpec(it.Spec)
-	if err != nil {
-		return spec, false, fmt.Errorf("plan item %d's spec: %w", it.Item, err)
+	if ok && len(it.Spec) > 0 {
+		if spec, err = plan.ParseSpec(it.Spec); err != nil {
+			return spec, false, fmt.Errorf("plan item %d's spec: %w", it.Item, err)
+		}
 	}
-	return spec, true, nil
+	j.spec = &itemSpec{item: spec, ok: ok && len(it.Spec) > 0}
+	return spec, j.spec.ok, nil
+}
+
+// itemSpec is a job's plan item spec as read once (Coordinator.itemSpec).
+type itemSpec struct {
+	item plan.Item
+	ok   bool
 }

@@ -30,62 +30,66 @@ type AdmitRequest struct {
 	RunReviewVersion *int
 }
 
+// Admitted is the attempt admission wrote, with the task's budget
+// deadline as admission left it: the coordinator arms the budget's timer
+// from it, without a read of the task it has just written.
+type Admitted struct {
+	Attempt
+	BudgetDeadline time.Time
+}
+
 // Admit writes a pending attempt if every guard passes: the task's status is
 // running or queued, the state version matches, no non-terminal attempt
 // exists, no requeue is pending (unless claimed), the captured context is
 // current and the task budget is not spent. The first admission moves the
 // task to running and starts its budget.
-func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
+func (t *Tx) Admit(r AdmitRequest) (Admitted, error) {
 	if err := t.s.fp.Err("store/admit"); err != nil {
-		return Attempt{}, err
+		return Admitted{}, err
 	}
 	phase, ok := words.PhaseOf(r.Kind)
 	if !ok {
-		return Attempt{}, refuse(CodeBadInput, "unknown attempt kind %q", r.Kind)
+		return Admitted{}, refuse(CodeBadInput, "unknown attempt kind %q", r.Kind)
 	}
-	task, err := t.Task(r.PlanKey)
+	task, present, err := t.TaskAndPresent(r.PlanKey)
 	if err != nil {
-		return Attempt{}, err
+		return Admitted{}, err
 	}
 	if task.Status != words.StatusRunning && task.Status != words.StatusQueued {
-		return Attempt{}, refuse(CodeTaskInactive, "task is %s; only a running or queued task admits work", task.Status)
+		return Admitted{}, refuse(CodeTaskInactive, "task is %s; only a running or queued task admits work", task.Status)
 	}
 	if task.StateVersion != r.ExpectedStateVersion {
-		return Attempt{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, r.ExpectedStateVersion)
+		return Admitted{}, refuse(CodeStaleVersion, "state version is %d, not %d", task.StateVersion, r.ExpectedStateVersion)
 	}
 	if active, err := t.activeAttempt(r.PlanKey); err != nil {
-		return Attempt{}, err
+		return Admitted{}, err
 	} else if active != "" {
-		return Attempt{}, refuse(CodeActiveAttempt, "attempt %s is still active", active)
+		return Admitted{}, refuse(CodeActiveAttempt, "attempt %s is still active", active)
 	}
 	if task.RequeuePending != r.ClaimRequeue {
 		if task.RequeuePending {
-			return Attempt{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
+			return Admitted{}, refuse(CodeRequeuePending, "recovery listed this task to requeue; resume it instead")
 		}
-		return Attempt{}, refuse(CodeRequeuePending, "no requeue is pending for this task")
-	}
-	present, err := t.PresentContext(r.PlanKey)
-	if err != nil {
-		return Attempt{}, err
+		return Admitted{}, refuse(CodeRequeuePending, "no requeue is pending for this task")
 	}
 	captured := present
 	if r.Captured != nil {
 		captured = *r.Captured
 		if cause := StaleCause(captured, present); cause != "" {
-			return Attempt{}, refuse(CodeNotCurrent, "the captured context is not current: %s", cause)
+			return Admitted{}, refuse(CodeNotCurrent, "the captured context is not current: %s", cause)
 		}
 	}
 	now := t.s.now()
 	if task.BudgetDeadline != nil && !now.Before(*task.BudgetDeadline) {
-		return Attempt{}, refuse(CodeBudgetSpent, "the task time budget is spent")
+		return Admitted{}, refuse(CodeBudgetSpent, "the task time budget is spent")
 	}
 	id := t.s.ids.UUID()
 	if err := ids.CheckUUID("attempt ID", id); err != nil {
-		return Attempt{}, err
+		return Admitted{}, err
 	}
 	if r.AllocationID != "" {
 		if err := ids.CheckUUID("allocation ID", r.AllocationID); err != nil {
-			return Attempt{}, refuse(CodeBadInput, "%v", err)
+			return Admitted{}, refuse(CodeBadInput, "%v", err)
 		}
 	}
 	ctxJSON, _ := json.Marshal(captured)
@@ -96,7 +100,7 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 	if _, err := t.exec(`INSERT INTO attempts (id, plan_key, kind, phase, item, state, context, deadline, allocation_id, created_at)
 		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
 		id, r.PlanKey, r.Kind, phase, item, string(ctxJSON), now.Add(r.AttemptTimeout).UnixMilli(), nullStr(r.AllocationID), now.UnixMilli()); err != nil {
-		return Attempt{}, err
+		return Admitted{}, err
 	}
 	budget := task.BudgetDeadline
 	if budget == nil {
@@ -109,16 +113,17 @@ func (t *Tx) Admit(r AdmitRequest) (Attempt, error) {
 	}
 	if _, err := t.exec(`UPDATE tasks SET status = 'running', current_attempt_id = ?, budget_deadline = ?, requeue_pending = 0,
 		run_review_version = COALESCE(?, run_review_version) WHERE plan_key = ?`, id, budget.UnixMilli(), runReview, r.PlanKey); err != nil {
-		return Attempt{}, err
+		return Admitted{}, err
 	}
 	if err := t.bump(r.PlanKey); err != nil {
-		return Attempt{}, err
+		return Admitted{}, err
 	}
-	return t.Attempt(id)
+	a, err := t.Attempt(id)
+	return Admitted{Attempt: a, BudgetDeadline: *budget}, err
 }
 
 // Admit runs admission in its own transaction; see AdmissionRefused.
-func (s *Store) Admit(r AdmitRequest) (a Attempt, err error) {
+func (s *Store) Admit(r AdmitRequest) (a Admitted, err error) {
 	err = s.Update(func(tx *Tx) error { a, err = tx.Admit(r); return err })
 	s.AdmissionRefused(r.PlanKey, err)
 	return a, err

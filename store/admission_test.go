@@ -95,7 +95,7 @@ func TestAdmitWritesPendingAttempt(t *testing.T) {
 	if diff := cmp.Diff(want, e.attempt(a.ID)); diff != "" {
 		t.Errorf("attempt row (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want, a); diff != "" {
+	if diff := cmp.Diff(want, a.Attempt); diff != "" {
 		t.Errorf("returned attempt (-want +got):\n%s", diff)
 	}
 	after := e.task(key)
@@ -107,6 +107,23 @@ func TestAdmitWritesPendingAttempt(t *testing.T) {
 	}
 	if after.CurrentAttemptID != a.ID {
 		t.Errorf("current attempt %q, want %q", after.CurrentAttemptID, a.ID)
+	}
+	// The coordinator arms the task budget's timer from what admission
+	// returns, without reading the task again.
+	if after.BudgetDeadline == nil || !a.BudgetDeadline.Equal(*after.BudgetDeadline) {
+		t.Errorf("admission returned the budget deadline %v; the task's is %v", a.BudgetDeadline, after.BudgetDeadline)
+	}
+	// TaskAndPresent is Task and PresentContext in one statement.
+	var both store.Task
+	var bothPresent store.Context
+	if err := e.s.View(func(tx *store.Tx) (err error) { both, bothPresent, err = tx.TaskAndPresent(key); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(after, both); diff != "" {
+		t.Errorf("TaskAndPresent's task (-Task +TaskAndPresent):\n%s", diff)
+	}
+	if diff := cmp.Diff(present, bothPresent); diff != "" {
+		t.Errorf("TaskAndPresent's context (-PresentContext +TaskAndPresent):\n%s", diff)
 	}
 }
 

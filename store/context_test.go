@@ -169,6 +169,7 @@ var contextEffects = map[string]contextEffect{
 	"Tx.PlanItems":       doesNotChangeContext,
 	"Tx.ItemOf":          doesNotChangeContext,
 	"Tx.PresentContext":  doesNotChangeContext,
+	"Tx.TaskAndPresent":  doesNotChangeContext,
 	"Tx.Task":            doesNotChangeContext,
 	"Tx.UserActionCount": doesNotChangeContext,
 }

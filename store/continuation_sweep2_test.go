@@ -35,7 +35,7 @@ func (e *env) runItem(key string, item int) store.Attempt {
 		e.t.Fatalf("Admit item %d: %v", item, err)
 	}
 	e.update(func(tx *store.Tx) error { return tx.MarkRunning(a.ID) })
-	return a
+	return a.Attempt
 }
 
 // continuedThroughItem2 is an approved continuation (checkpoint at item 1,

@@ -157,7 +157,7 @@ func (e *env) admit(key, kind string) store.Attempt {
 	if err != nil {
 		e.t.Fatalf("Admit(%s, %s): %v", key, kind, err)
 	}
-	return a
+	return a.Attempt
 }
 
 // running admits an attempt and moves it to running.

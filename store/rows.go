@@ -225,6 +225,16 @@ func (t *Tx) Attempt(id string) (Attempt, error) {
 	return a, err
 }
 
+// attemptState is an attempt's task and state, refused as Attempt refuses
+// an attempt that does not exist.
+func (t *Tx) attemptState(id string) (planKey string, state words.State, err error) {
+	err = t.queryRow(`SELECT plan_key, state FROM attempts WHERE id = ?`, id).Scan(&planKey, &state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", refuse(CodeNotFound, "no attempt %q", id)
+	}
+	return planKey, state, err
+}
+
 // Attempts lists a task's attempts, oldest first.
 func (t *Tx) Attempts(planKey string) ([]Attempt, error) {
 	return t.attemptsWhere(`plan_key = ?`, planKey)
@@ -242,6 +252,31 @@ func (t *Tx) PresentContext(planKey string) (Context, error) {
 	}
 	return c, err
 }
+
+// TaskAndPresent reads the task and its present context in one statement:
+// every transition's guard and the runner's launch and settlement checks
+// read both, and as two statements the task's row was read twice.
+func (t *Tx) TaskAndPresent(planKey string) (Task, Context, error) {
+	var c Context
+	task, err := scanTask(extraScan{t.queryRow(taskAndPresentQuery, planKey), []any{&c.SnapshotID, &c.PlanID, &c.PlanRevision}})
+	if errors.Is(err, sql.ErrNoRows) {
+		return task, c, refuse(CodeNotFound, "no task %q", planKey)
+	}
+	c.AssignmentID, c.ReferencedCodeHash, c.Generation = task.AssignmentID, task.ReferencedCodeHash, task.ContextGeneration
+	return task, c, err
+}
+
+var taskAndPresentQuery = `SELECT k.` + strings.Join(strings.Fields(strings.ReplaceAll(taskCols, ",", " ")), ", k.") +
+	`, p.snapshot_id, p.plan_id, p.revision FROM tasks k JOIN plans p ON p.key = k.plan_key WHERE k.plan_key = ?`
+
+// extraScan scans a row's first columns as the wrapped scanner's caller
+// asks and the rest into extra.
+type extraScan struct {
+	row   interface{ Scan(...any) error }
+	extra []any
+}
+
+func (e extraScan) Scan(dest ...any) error { return e.row.Scan(append(dest, e.extra...)...) }
 
 // Read helpers on Store for callers outside a transaction.
 

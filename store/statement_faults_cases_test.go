@@ -397,7 +397,7 @@ func moreFaultCases() []faultCase {
 		}},
 
 		// Readers inside a transaction.
-		{name: "row readers", covers: []string{"Tx.Task", "Tx.Attempt", "Tx.Attempts", "Tx.PresentContext", "Tx.ItemOf"},
+		{name: "row readers", covers: []string{"Tx.Task", "Tx.Attempt", "Tx.Attempts", "Tx.PresentContext", "Tx.TaskAndPresent", "Tx.ItemOf"},
 			setup: func(e *env) func() error {
 				key := e.midRun()
 				a := e.executeItem(key, 2, words.Failed)
@@ -407,6 +407,7 @@ func moreFaultCases() []faultCase {
 						func() error { _, err := tx.Attempt(a.ID); return err },
 						func() error { _, err := tx.Attempts(key); return err },
 						func() error { _, err := tx.PresentContext(key); return err },
+						func() error { _, _, err := tx.TaskAndPresent(key); return err },
 						func() error { _, _, err := tx.ItemOf(a); return err },
 					} {
 						if err := read(); err != nil {

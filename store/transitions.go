@@ -1,7 +1,9 @@
 package store
 
 import (
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/codeboost/codeboost/ids"
@@ -111,11 +113,7 @@ func Legal(g Guard) error {
 
 // guardFor reads what Legal needs for attempt a moving to state to.
 func (t *Tx) guardFor(a Attempt, to words.State, firstReason words.Reason) (Guard, Task, Context, error) {
-	task, err := t.Task(a.PlanKey)
-	if err != nil {
-		return Guard{}, task, Context{}, err
-	}
-	present, err := t.PresentContext(a.PlanKey)
+	task, present, err := t.TaskAndPresent(a.PlanKey)
 	if err != nil {
 		return Guard{}, task, present, err
 	}
@@ -452,16 +450,24 @@ func (t *Tx) SetPreparationGroup(attemptID string, pgid int, startedAt time.Time
 		pgid, startedAt.UnixMilli(), identity)
 }
 
+// setAttemptField sets columns of a non-terminal attempt. Its guard rides
+// in the update (only a pending or running row is changed), and the row
+// is read only to say why nothing was: the preparation marks are four of
+// an attempt's writes, and a whole row read before each (its context's
+// JSON decoded) was most of each one's cost.
 func (t *Tx) setAttemptField(attemptID, set string, args ...any) error {
-	a, err := t.Attempt(attemptID)
+	var planKey string
+	err := t.queryRow(`UPDATE attempts SET `+set+` WHERE id = ? AND state IN ('pending','running') RETURNING plan_key`,
+		append(args, attemptID)...).Scan(&planKey)
+	if errors.Is(err, sql.ErrNoRows) {
+		_, state, err := t.attemptState(attemptID)
+		if err != nil {
+			return err
+		}
+		return refuse(CodeIllegal, "attempt %s is already %s", attemptID, state)
+	}
 	if err != nil {
 		return err
 	}
-	if words.Terminal(a.State) {
-		return refuse(CodeIllegal, "attempt %s is already %s", a.ID, a.State)
-	}
-	if _, err := t.exec(`UPDATE attempts SET `+set+` WHERE id = ?`, append(args, a.ID)...); err != nil {
-		return err
-	}
-	return t.bump(a.PlanKey)
+	return t.bump(planKey)
 }
