@@ -32,10 +32,10 @@ type job struct {
 	// for good is read from it (the item and the captured context, which
 	// name the plan item); what may change since (state, first reason,
 	// the present context) is read again where a guard needs it.
-	admitted store.Attempt
-	spec     *itemSpec // the plan item's spec, once read (runner/tree.go)
-	staleCause   string // for first reason stale
-	reasonSaved  bool   // false while the first-reason write has failed
+	admitted    store.Attempt
+	spec        *itemSpec // the plan item's spec, once read (runner/tree.go)
+	staleCause  string    // for first reason stale
+	reasonSaved bool      // false while the first-reason write has failed
 
 	// preparation
 	prepCancel    context.CancelFunc       // aborts the in-flight preparation step; nil when none
