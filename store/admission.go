@@ -111,15 +111,22 @@ func (t *Tx) Admit(r AdmitRequest) (Admitted, error) {
 	if r.RunReviewVersion != nil {
 		runReview = *r.RunReviewVersion
 	}
+	// The state version's bump rides in the task's update (as bump would
+	// write it), and the row just inserted is returned as written, not
+	// read back: admission is the longest of an attempt's writes.
 	if _, err := t.exec(`UPDATE tasks SET status = 'running', current_attempt_id = ?, budget_deadline = ?, requeue_pending = 0,
-		run_review_version = COALESCE(?, run_review_version) WHERE plan_key = ?`, id, budget.UnixMilli(), runReview, r.PlanKey); err != nil {
+		run_review_version = COALESCE(?, run_review_version), state_version = state_version + 1, updated_at = ?
+		WHERE plan_key = ?`, id, budget.UnixMilli(), runReview, now.UnixMilli(), r.PlanKey); err != nil {
 		return Admitted{}, err
 	}
-	if err := t.bump(r.PlanKey); err != nil {
-		return Admitted{}, err
+	a := Attempt{ID: id, PlanKey: r.PlanKey, Kind: r.Kind, Phase: phase, State: words.Pending, Context: captured,
+		Deadline: time.UnixMilli(now.Add(r.AttemptTimeout).UnixMilli()).UTC(), AllocationID: r.AllocationID,
+		CreatedAt: time.UnixMilli(now.UnixMilli()).UTC()}
+	if r.Item != nil {
+		item := *r.Item
+		a.Item = &item
 	}
-	a, err := t.Attempt(id)
-	return Admitted{Attempt: a, BudgetDeadline: *budget}, err
+	return Admitted{Attempt: a, BudgetDeadline: time.UnixMilli(budget.UnixMilli()).UTC()}, nil
 }
 
 // Admit runs admission in its own transaction; see AdmissionRefused.
