@@ -156,8 +156,16 @@ type Settlement struct {
 	ExitCode   int
 	Output     []byte // bounded; the agent's result (see Result)
 	Diagnostic string // bounded; D's own words for a stop or failure
+	// Stderr is the last StderrTail bytes the agent wrote to its standard
+	// error: a failed attempt's diagnostic quotes its end ("failed, with
+	// the bounded exit and stderr summary"). It is kept nowhere else: "Raw
+	// stdout and stderr are never kept beyond the bounded diagnostic."
+	Stderr     []byte
 	Unreleased []Resource
 }
+
+// StderrTail bounds Settlement.Stderr.
+const StderrTail = 4096
 
 // Result is what an agent's result (Settlement.Output) may carry when it
 // is a JSON object: a one-line summary of what it did and what it spent.

@@ -24,6 +24,7 @@ type terminalFacts struct {
 	outputValid    bool   // the output passes validation
 	diagnostic     string // D's bounded diagnostic
 	output         string // bounded output, for the exit summary
+	stderr         string // the end of the agent's standard error, for the exit summary
 	timeoutMinutes int    // the attempt's timeout, for "Timed out after n minutes"
 
 	budgetPassed   bool // recovery: the task's budget_deadline has passed
@@ -85,13 +86,23 @@ func decideTerminal(f terminalFacts) outcome {
 	case f.exitCode == 0:
 		summary = "output did not pass validation"
 	}
-	if tail := strings.TrimSpace(f.output); tail != "" && f.stopReason == words.StopNone {
-		if len(tail) > 512 {
-			tail = "…" + tail[len(tail)-512:]
-		}
+	if tail := lastBytes(f.output, 512); tail != "" && f.stopReason == words.StopNone {
 		summary += ": " + tail
 	}
+	if tail := lastBytes(f.stderr, 1024); tail != "" {
+		summary += "; stderr: " + tail
+	}
 	return outcome{state: words.Failed, diagnostic: summary}
+}
+
+// lastBytes is the end of s, trimmed, at most n bytes of it (marked "…"
+// when cut): the end of an agent's output is where it says why it failed.
+func lastBytes(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "…" + strings.ToValidUTF8(s[len(s)-n:], "")
+	}
+	return s
 }
 
 // failedByD is failed with D's reason: "Timed out after n minutes", or D's

@@ -84,7 +84,7 @@ func (c *Coordinator) decide(j *job) (outcome, store.Attempt, error) {
 	f := terminalFacts{
 		firstReason: first, staleCause: cause, presentCause: store.StaleCause(a.Context, present),
 		settled: true, stopReason: s.StopReason, exitCode: s.ExitCode, outputValid: validOutput(j.kind, s.Output),
-		diagnostic: s.Diagnostic, output: string(s.Output),
+		diagnostic: s.Diagnostic, output: string(s.Output), stderr: string(s.Stderr),
 		timeoutMinutes: int(a.Deadline.Sub(a.CreatedAt).Minutes()),
 	}
 	o := decideTerminal(f)

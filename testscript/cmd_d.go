@@ -32,7 +32,7 @@ func init() {
 		Command{Name: "aborted", Kind: Assertion, Usage: "[!] aborted OP ATTEMPT",
 			Summary: "asserts that the coordinator aborted the held operation's signal (and that it is still held: awaited)",
 			Example: "aborted clone A", Run: cmdAborted},
-		Command{Name: "settle", Kind: Action, Keys: []Key{K("exit", Int), K("output", Text), K("stop", StopReason), K("diag", Text), K("unreleased", Int)}, Usage: "settle ATTEMPT [exit=N] [output=JSON] [stop=REASON] [diag=TEXT] [unreleased=N]",
+		Command{Name: "settle", Kind: Action, Keys: []Key{K("exit", Int), K("output", Text), K("stop", StopReason), K("diag", Text), K("stderr", Text), K("unreleased", Int)}, Usage: "settle ATTEMPT [exit=N] [output=JSON] [stop=REASON] [diag=TEXT] [stderr=TEXT] [unreleased=N]",
 			Summary: "resolves the handle's Settled; D's own first stop reason, if it has one, wins over stop=",
 			Example: "settle A exit=1 output='boom'", Run: cmdSettle},
 		Command{Name: "d-stops", Kind: Action, Usage: "d-stops ATTEMPT REASON",
@@ -148,6 +148,9 @@ func cmdSettle(ts *gts.TestScript, neg bool, a argSet) {
 		StopReason: words.StopReason(a.str("stop"))}
 	if n, ok := a.num("exit"); ok {
 		st.ExitCode = n
+	}
+	if e := a.str("stderr"); e != "" {
+		st.Stderr = []byte(e + "\n")
 	}
 	if n, ok := a.num("unreleased"); ok {
 		for i := 0; i < n; i++ {

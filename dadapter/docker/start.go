@@ -468,13 +468,15 @@ func refused(err error) bool {
 }
 
 // capture reads the agent's output: stdout is its result, bounded by the
-// profile's output limit; stdout and stderr both go to the live sink.
+// profile's output limit; the end of stderr is kept for the settlement;
+// stdout and stderr both go to the live sink.
 type capture struct {
-	h      *handle
-	sink   dadapter.OutputSink
-	limit  int
-	result []byte
-	over   bool
+	h       *handle
+	sink    dadapter.OutputSink
+	limit   int
+	result  []byte
+	over    bool
+	errTail tail // the last dadapter.StderrTail bytes of stderr
 	// closing is set by teardown before it closes the stream, so that the
 	// read error that follows is not taken for a failed capture.
 	mu      sync.Mutex
@@ -486,7 +488,7 @@ func newCapture(h *handle) *capture {
 	if limit <= 0 {
 		limit = DefaultOutputLimit
 	}
-	return &capture{h: h, sink: h.in.Output, limit: limit}
+	return &capture{h: h, sink: h.in.Output, limit: limit, errTail: tail{limit: dadapter.StderrTail}}
 }
 
 // read demultiplexes the attach stream until it ends. A read that fails
@@ -517,7 +519,7 @@ func (c *capture) stdout(p []byte) (int, error) {
 
 func (c *capture) stderr(p []byte) (int, error) {
 	c.live(p)
-	return len(p), nil
+	return c.errTail.Write(p)
 }
 
 // live passes output to the watchers; a sink's error never stops the

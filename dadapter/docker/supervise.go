@@ -229,7 +229,7 @@ func (h *handle) settlement(a *agent, unreleased []dadapter.Resource, notes []st
 		s.ExitCode = a.status.code
 	}
 	if a.capture != nil {
-		s.Output = a.capture.result
+		s.Output, s.Stderr = a.capture.result, a.capture.errTail.buf
 	}
 	if why != "" {
 		notes = append([]string{why}, notes...)

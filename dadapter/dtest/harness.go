@@ -59,7 +59,7 @@ type Impl interface {
 
 	// Profile runs the fake agent in mode (dadapter/docker/internal/
 	// fakeagent's modes; the simulator plays the same ones): "succeed",
-	// "fail", "flood", "sleep", "ignore-term", "child-ignore-term",
+	// "fail", "fail-loud", "flood", "sleep", "ignore-term", "child-ignore-term",
 	// "edit", "write-ignored", "nest-repo". The suite may set OutputLimit
 	// on what it returns; the mode is the last element of Argv.
 	Profile(mode string) dadapter.AgentProfile

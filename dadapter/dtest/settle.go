@@ -55,8 +55,29 @@ func exitsOnItsOwn(s *suite) {
 	s.run("fail", func(s *suite) {
 		a := s.prepared(s.impl.Owner())
 		st := s.start(a, s.input(a, "fail"))
-		if r := s.await(st); r.StopReason != words.StopNone || r.ExitCode != 3 {
+		r := s.await(st)
+		if r.StopReason != words.StopNone || r.ExitCode != 3 {
 			s.t.Errorf("stop reason %q, exit %d; want none, 3", r.StopReason, r.ExitCode)
+		}
+		// Settlement.Stderr: the end of what the agent wrote to its
+		// standard error, which a failed attempt's diagnostic quotes.
+		if want := "fakeagent: fail\nfakeagent: failing as asked\n"; string(r.Stderr) != want {
+			s.t.Errorf("settlement's stderr %q, want the fake agent's two lines %q", r.Stderr, want)
+		}
+		s.remove(a.fs)
+	})
+	// An agent that writes three times the bound to stderr: D keeps its
+	// end, exactly dadapter.StderrTail bytes of it, the last line whole.
+	s.run("fail-loud", func(s *suite) {
+		a := s.prepared(s.impl.Owner())
+		st := s.start(a, s.input(a, "fail-loud"))
+		r := s.await(st)
+		if r.StopReason != words.StopNone || r.ExitCode != 1 {
+			s.t.Errorf("stop reason %q, exit %d; want none, 1", r.StopReason, r.ExitCode)
+		}
+		if len(r.Stderr) != dadapter.StderrTail || !strings.HasSuffix(string(r.Stderr), "\nfakeagent: the end\n") {
+			s.t.Errorf("settlement's stderr is %d bytes ending %q; want its last %d bytes, ending with the agent's last line",
+				len(r.Stderr), r.Stderr[max(0, len(r.Stderr)-40):], dadapter.StderrTail)
 		}
 		s.remove(a.fs)
 	})

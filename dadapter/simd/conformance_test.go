@@ -184,7 +184,7 @@ func (w *simWorld) step(h *Handle) {
 	if r == nil {
 		r = &simRun{mode: h.input.Profile.Argv[len(h.input.Profile.Argv)-1], stopping: -1}
 		w.runs[h] = r
-		h.Emit([]byte("fakeagent: " + r.mode + "\n"))
+		h.EmitStderr([]byte("fakeagent: " + r.mode + "\n"))
 	}
 	if r.stopping < 0 && !h.input.Deadline.IsZero() && !w.now.Before(h.input.Deadline) {
 		h.StopOnItsOwn(words.StopTimeout)
@@ -230,8 +230,14 @@ func (w *simWorld) step(h *Handle) {
 		w.d.SetChanges(h.attemptID, dadapter.ChangeManifest{Nested: []string{"vendor/x"}, DotGit: []string{"vendor/x/.git"}})
 		h.Settle(dadapter.Settlement{Output: result})
 	case "fail":
-		h.Emit([]byte("fakeagent: failing as asked\n"))
+		h.EmitStderr([]byte("fakeagent: failing as asked\n"))
 		h.Settle(dadapter.Settlement{ExitCode: 3})
+	case "fail-loud":
+		for i := 0; i < 3*dadapter.StderrTail/64; i++ {
+			h.EmitStderr([]byte(fmt.Sprintf("fakeagent: line %05d of a long complaint, padded to 64 bytes..\n", i)))
+		}
+		h.EmitStderr([]byte("fakeagent: the end\n"))
+		h.Settle(dadapter.Settlement{ExitCode: 1})
 	case "flood":
 		h.StopOnItsOwn(words.StopOutputLimit) // it writes past the limit at once
 		r.stopping = 0

@@ -832,9 +832,10 @@ type Handle struct {
 	cancels    []words.StopReason
 	settled    *dadapter.Settlement
 	onSettled  func(dadapter.Settlement)
-	orphaned   bool // its runner process died
-	removed    bool // recovery removed its container
-	captured   bool // the output capture has stopped: the sink, if any, is closed
+	orphaned   bool   // its runner process died
+	removed    bool   // recovery removed its container
+	captured   bool   // the output capture has stopped: the sink, if any, is closed
+	stderr     []byte // what the agent wrote to its stderr (EmitStderr), for the settlement
 }
 
 // closeOutput closes a live output sink D will not write to.
@@ -853,6 +854,16 @@ func (h *Handle) Emit(p []byte) {
 		return
 	}
 	h.input.Output.Write(p)
+}
+
+// EmitStderr is the agent writing p to its stderr: D passes it on as Emit
+// does, and keeps its end for the settlement (Settlement.Stderr).
+func (h *Handle) EmitStderr(p []byte) {
+	if h.captured || h.orphaned {
+		return
+	}
+	h.stderr = append(h.stderr, p...)
+	h.Emit(p)
 }
 
 func (h *Handle) OnSettled(fn func(dadapter.Settlement)) {
@@ -900,6 +911,12 @@ func (h *Handle) Settle(s dadapter.Settlement) error {
 	}
 	if h.stopReason != "" {
 		s.StopReason = h.stopReason
+	}
+	if s.Stderr == nil {
+		s.Stderr = h.stderr
+	}
+	if n := len(s.Stderr) - dadapter.StderrTail; n > 0 {
+		s.Stderr = s.Stderr[n:] // D keeps the end only
 	}
 	h.captured = true // the capture stops before Settled resolves
 	closeOutput(h.input.Output)

@@ -6,6 +6,8 @@
 //
 //	succeed            print the success result (one JSON line) and exit 0
 //	fail               print a message on stderr and exit 3
+//	fail-loud          print 12 KiB of numbered lines on stderr, then
+//	                   "fakeagent: the end", and exit 1
 //	flood              write to stdout in 4 KiB chunks until it cannot
 //	sleep              sleep until SIGTERM (or SIGINT), then exit 0
 //	ignore-term        ignore SIGTERM and sleep forever
@@ -75,6 +77,9 @@ func main() {
 	case "fail":
 		fmt.Fprintln(os.Stderr, "fakeagent: failing as asked")
 		os.Exit(3)
+	case "fail-loud":
+		os.Stderr.Write(loudStderr())
+		os.Exit(1)
 	case "flood":
 		flood()
 	case "sleep":
@@ -269,4 +274,15 @@ func promptMode(prompt string) string {
 		return rest[:j]
 	}
 	return "edit"
+}
+
+// loudStderr is what fail-loud writes to stderr: three times the 4 KiB a
+// D keeps of it, numbered lines, then its last line.
+func loudStderr() []byte {
+	var b bytes.Buffer
+	for i := 0; b.Len() < 3*4096; i++ {
+		fmt.Fprintf(&b, "fakeagent: line %05d of a long complaint\n", i)
+	}
+	b.WriteString("fakeagent: the end\n")
+	return b.Bytes()
 }
