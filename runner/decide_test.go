@@ -104,6 +104,15 @@ func TestDecideTerminal(t *testing.T) {
 			outcome{state: words.Failed, diagnostic: "exit code 1: …" + strings.Repeat("a", 509) + "END"}},
 		{"none, output of exactly the tail's 512 bytes: whole, with no mark of a cut", with(settledFacts("", ""), func(f *terminalFacts) { f.exitCode, f.output = 1, strings.Repeat("a", 509)+"END" }),
 			outcome{state: words.Failed, diagnostic: "exit code 1: " + strings.Repeat("a", 509) + "END"}},
+		{"none, provider error with stderr: its end follows stdout's", with(settledFacts("", ""), func(f *terminalFacts) {
+			f.exitCode, f.outputValid, f.output, f.stderr = 1, false, "partial\n", "log line\nKeyError: model\n"
+		}), outcome{state: words.Failed, diagnostic: "exit code 1: partial; stderr: log line\nKeyError: model"}},
+		{"none, long stderr: its last KiB, marked as cut", with(settledFacts("", ""), func(f *terminalFacts) {
+			f.exitCode, f.output, f.stderr = 3, " ", strings.Repeat("e", 2000)+"END"
+		}), outcome{state: words.Failed, diagnostic: "exit code 3; stderr: …" + strings.Repeat("e", 1021) + "END"}},
+		{"none, D's stop: stderr still quoted, stdout not", with(settledFacts("", words.StopCancelled), func(f *terminalFacts) {
+			f.output, f.stderr = "partial", "interrupted"
+		}), outcome{state: words.Failed, diagnostic: "D stopped the invocation: cancelled; stderr: interrupted"}},
 		{"none, budget and deadline passed do not count at settlement", with(settledFacts("", ""), func(f *terminalFacts) { f.budgetPassed, f.deadlinePassed = true, true }),
 			outcome{publish: true, state: words.Completed}},
 
