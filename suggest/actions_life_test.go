@@ -136,6 +136,24 @@ func TestStartActionLife(t *testing.T) {
 		if _, err := w.startAction(actionIDs.UUID(), w.key, store.ModeSuggestion); !errors.Is(err, suggest.ErrClosing) {
 			t.Fatalf("StartAction after Close: %v; want ErrClosing", err)
 		}
+		// After Close, a start answers at once: it reads no issue from
+		// GitHub (a network call the shutdown would wait for) and records
+		// nothing. Sweep survivor (seed 918273):
+		// suggest/actions.go:Coordinator.StartAction:drop-guard:6535f35f.
+		issues := 0
+		c := newWorld(t, func(c *suggest.Config) {
+			c.Issue = func(context.Context, string) (string, error) { issues++; return "issue", nil }
+		})
+		c.c.Close()
+		c.loop.Drain()
+		closed := actionIDs.UUID()
+		if _, err := c.startAction(closed, c.key, store.ModeSuggestion); !errors.Is(err, suggest.ErrClosing) || issues != 0 {
+			t.Fatalf("StartAction after Close, with GitHub configured: %v, %d issue reads; want ErrClosing and none", err, issues)
+		}
+		if _, saved, err := c.st.SavedAction(store.Action{PlanKey: c.key, ActionID: closed,
+			Kind: suggest.ActionKind(store.ModeSuggestion, suggest.VerbStart)}); err != nil || saved {
+			t.Fatalf("the start refused by Close was recorded: %v, %v", saved, err)
+		}
 		// Close lands while GitHub answers the issue, before admission.
 		var g *world
 		g = newWorld(t, func(c *suggest.Config) {
