@@ -13,10 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -37,8 +39,14 @@ type storageEngine struct {
 	t       *testing.T
 	mu      sync.Mutex
 	volumes map[string]map[string]string // name → labels
-	asked   []string                     // "METHOD /path", without the API version
 	before  func(w http.ResponseWriter, r *http.Request, path string) bool
+}
+
+// left is the volumes the engine still has.
+func (e *storageEngine) left() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Sorted(maps.Keys(e.volumes))
 }
 
 var apiPrefix = regexp.MustCompile(`^/v[0-9.]+`)
@@ -52,7 +60,6 @@ func newStorageEngine(t *testing.T) (*storageEngine, *client.Client) {
 func (e *storageEngine) serve(w http.ResponseWriter, r *http.Request) {
 	path := apiPrefix.ReplaceAllString(r.URL.Path, "")
 	e.mu.Lock()
-	e.asked = append(e.asked, r.Method+" "+path)
 	before := e.before
 	e.mu.Unlock()
 	if before != nil && before(w, r, path) {
@@ -103,12 +110,6 @@ func (e *storageEngine) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotImplemented)
 		w.Write([]byte(`{"message":"not in this test"}`))
 	}
-}
-
-func (e *storageEngine) requests() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.asked...)
 }
 
 // TestCheckVolumesRefusesAStrangersVolume: a volume removed by hand and
@@ -190,8 +191,8 @@ func TestAllocationCancelledBetweenItsVolumesStagesNothing(t *testing.T) {
 	if groups > 0 {
 		t.Errorf("the cancelled allocation started %d git process groups", groups)
 	}
-	if len(e.volumes) > 0 {
-		t.Errorf("volumes left after the back-out: %v", e.volumes)
+	if left := e.left(); len(left) > 0 {
+		t.Errorf("volumes left after the back-out: %v", left)
 	}
 }
 
@@ -230,8 +231,8 @@ func TestAllocationFailsWhenItsStagingCannotBeRemoved(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("allocate whose staging cannot be removed: %+v, %v; want the error %q", s, err, want)
 	}
-	if len(e.volumes) > 0 {
-		t.Errorf("volumes left after the back-out: %v", e.volumes)
+	if left := e.left(); len(left) > 0 {
+		t.Errorf("volumes left after the back-out: %v", left)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
