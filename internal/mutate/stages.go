@@ -27,7 +27,9 @@ var (
 // that import the mutated one, and last the end-to-end tests of `codeboost
 // serve` on Docker for everything the production binary wires together but
 // the simulated world does not link (the lanes' coordinators are linked by
-// both). runner/ and store/ stop at the simulator, as before: their
+// both; since the simulated world boots its process through app/, as
+// serve does, app's mutants run against the scenarios and the simulator
+// first). runner/ and store/ stop at the simulator, as before: their
 // mutants are the simulated world's, and an e2e run per survivor would cost
 // minutes each.
 var killers = map[string][]Stage{
@@ -40,7 +42,7 @@ var killers = map[string][]Stage{
 	"planning":        {stApp, stE2E},
 	"merge":           {stScenarios, stSim, stWeb, stApp, stE2E},
 	"web":             {stScenarios, stApp, stE2E},
-	"app":             {stCLI, stE2E},
+	"app":             {stScenarios, stSim, stCLI, stE2E},
 	"codehost/github": {stApp, stE2E},
 	"dadapter/docker": {stE2E},
 }
