@@ -1,0 +1,69 @@
+package docker
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/codeboost/codeboost/dadapter/dtest"
+)
+
+// TestCommitRefusesABundleOverItsBound: the commit container's standard
+// output is the bundle F takes into the runner-owned repository, read up
+// to one byte past its bound (bundleBytes of the commit limit). A bundle
+// that reaches past the bound fails the commit, saying so, before any of
+// it is parsed or fetched: a cut bundle is not the commit, and the script's
+// own measure of the changes is not the only bound on what F reads. The
+// fake engine's commit container writes one byte more than the bound and
+// exits 0.
+// Sweep survivor (seed 918273): dadapter/docker/commit.go:D.commit:drop-guard:1505c45e.
+func TestCommitRefusesABundleOverItsBound(t *testing.T) {
+	const limit = 1 << 10
+	over := bundleBytes(limit) + 1
+	started := make(chan struct{})
+	owner := newOwner(dtest.NewToken())
+	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(apiPrefix.ReplaceAllString(r.URL.Path, ""), "/volumes/"):
+			k := KindWork
+			if strings.Contains(r.URL.Path, string(KindMeta)) {
+				k = KindMeta
+			}
+			json.NewEncoder(w).Encode(map[string]any{"Name": objectName(k, owner.AllocationID), "Labels": ownerLabels(owner, k)})
+		case strings.HasSuffix(r.URL.Path, "/containers/c1/attach"):
+			attached(t, w, func(conn net.Conn) {
+				<-started
+				chunk := make([]byte, 1<<20)
+				for sent := 0; sent < over; {
+					n := min(len(chunk), over-sent)
+					header := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+					binary.BigEndian.PutUint32(header[4:], uint32(n))
+					if _, err := conn.Write(append(header, chunk[:n]...)); err != nil {
+						return
+					}
+					sent += n
+				}
+			})
+		case strings.HasSuffix(r.URL.Path, "/containers/c1/wait"):
+			w.Write([]byte(`{"StatusCode":0}`))
+		default:
+			helperEngine(w, r, started)
+		}
+	})
+	d, err := New(Options{Client: cli, RunnerRoot: t.TempDir(), HelperImage: "codeboost-helper:none", CommitLimit: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &storage{owner: owner, work: objectName(KindWork, owner.AllocationID), meta: objectName(KindMeta, owner.AllocationID),
+		base: strings.Repeat("b", 40), baseline: "sha256:x", repository: t.TempDir()}
+	d.held[owner.AllocationID] = s
+	_, err = d.commit(context.Background(), s, time.Unix(1, 0))
+	if err == nil || !strings.Contains(err.Error(), "the commit's bundle is over") {
+		t.Fatalf("a commit whose bundle is %d bytes, over its bound: %v; want it refused as over the bound", over, err)
+	}
+}
