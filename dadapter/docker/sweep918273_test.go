@@ -67,3 +67,28 @@ func TestCommitRefusesABundleOverItsBound(t *testing.T) {
 		t.Fatalf("a commit whose bundle is %d bytes, over its bound: %v; want it refused as over the bound", over, err)
 	}
 }
+
+// TestCappedKeepsAnOutputOfExactlyItsLimit: a helper's standard output is
+// kept up to its limit and marked as overflowing only past it: an output
+// of exactly the limit, in one write or in two, is whole and not marked
+// (a diff or a bundle of exactly the bound would otherwise be refused as
+// over it); one byte more is marked and cut at the limit.
+// Sweep survivor (seed 918273): dadapter/docker/containers.go:capped.Write:boundary:01619efb.
+func TestCappedKeepsAnOutputOfExactlyItsLimit(t *testing.T) {
+	for _, writes := range [][]string{{"abcd"}, {"ab", "cd"}} {
+		c := &capped{limit: 4}
+		for _, w := range writes {
+			if n, err := c.Write([]byte(w)); n != len(w) || err != nil {
+				t.Fatalf("Write(%q) = %d, %v", w, n, err)
+			}
+		}
+		if c.overflow || string(c.buf) != "abcd" {
+			t.Errorf("writes %q into a limit of 4: kept %q, overflow %v; want all of it, not marked", writes, c.buf, c.overflow)
+		}
+	}
+	c := &capped{limit: 4}
+	c.Write([]byte("abcde"))
+	if !c.overflow || string(c.buf) != "abcd" {
+		t.Errorf("5 bytes into a limit of 4: kept %q, overflow %v; want the first 4, marked", c.buf, c.overflow)
+	}
+}
