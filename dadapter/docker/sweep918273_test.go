@@ -25,6 +25,48 @@ import (
 func TestCommitRefusesABundleOverItsBound(t *testing.T) {
 	const limit = 1 << 10
 	over := bundleBytes(limit) + 1
+	d, s := helperWorld(t, Options{CommitLimit: limit}, make([]byte, over))
+	_, err := d.commit(context.Background(), s, time.Unix(1, 0))
+	if err == nil || !strings.Contains(err.Error(), "the commit's bundle is over") {
+		t.Fatalf("a commit whose bundle is %d bytes, over its bound: %v; want it refused as over the bound", over, err)
+	}
+}
+
+// TestInspectTakesAManifestOfExactlyItsBound: the inspect container's
+// change manifest is read up to one byte past its bound; a manifest of
+// exactly the bound is whole and parsed, one byte more is refused as over
+// it, before it is parsed.
+// Sweep survivor (seed 918273): dadapter/docker/inspect.go:D.inspect:boundary:d2fd157a.
+func TestInspectTakesAManifestOfExactlyItsBound(t *testing.T) {
+	manifest := []byte("A\x00src/new.go\x00")
+	limit := len(manifest)
+	d, s := helperWorld(t, Options{}, manifest)
+	m, err := d.inspect(context.Background(), s, limit)
+	if err != nil || len(m.Changes) != 1 || m.Changes[0].Path != "src/new.go" {
+		t.Fatalf("a manifest of exactly its bound (%d bytes): %+v, %v; want its one change", limit, m, err)
+	}
+	d, s = helperWorld(t, Options{}, manifest)
+	if _, err := d.inspect(context.Background(), s, limit-1); err == nil || !strings.Contains(err.Error(), "the change manifest is over") {
+		t.Fatalf("a manifest one byte over its bound: %v; want it refused as over the bound", err)
+	}
+}
+
+// TestParseManifestRefusesACutLastRecord: every field of the inspect
+// script's manifest ends with a NUL; a manifest whose last byte is not one
+// was cut inside its last record, and is refused, never read as a shorter
+// path.
+// Sweep survivor (seed 918273): dadapter/docker/inspect.go:parseManifest:drop-guard:327d953f.
+func TestParseManifestRefusesACutLastRecord(t *testing.T) {
+	m, err := parseManifest([]byte("A\x00src/new.go"))
+	if err == nil || !strings.Contains(err.Error(), "last record is cut") {
+		t.Fatalf("a manifest cut inside its last path: %+v, %v; want it refused as cut", m, err)
+	}
+}
+
+// helperWorld is an adapter on a fake engine with one held task storage,
+// whose volumes are the storage's own and whose every helper container
+// writes stdout to its standard output and exits 0.
+func helperWorld(t *testing.T, opt Options, stdout []byte) (*D, *storage) {
 	started := make(chan struct{})
 	owner := newOwner(dtest.NewToken())
 	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
@@ -38,12 +80,11 @@ func TestCommitRefusesABundleOverItsBound(t *testing.T) {
 		case strings.HasSuffix(r.URL.Path, "/containers/c1/attach"):
 			attached(t, w, func(conn net.Conn) {
 				<-started
-				chunk := make([]byte, 1<<20)
-				for sent := 0; sent < over; {
-					n := min(len(chunk), over-sent)
+				for sent := 0; sent < len(stdout); {
+					n := min(1<<20, len(stdout)-sent)
 					header := []byte{1, 0, 0, 0, 0, 0, 0, 0}
 					binary.BigEndian.PutUint32(header[4:], uint32(n))
-					if _, err := conn.Write(append(header, chunk[:n]...)); err != nil {
+					if _, err := conn.Write(append(header, stdout[sent:sent+n]...)); err != nil {
 						return
 					}
 					sent += n
@@ -55,17 +96,15 @@ func TestCommitRefusesABundleOverItsBound(t *testing.T) {
 			helperEngine(w, r, started)
 		}
 	})
-	d, err := New(Options{Client: cli, RunnerRoot: t.TempDir(), HelperImage: "codeboost-helper:none", CommitLimit: limit})
+	opt.Client, opt.RunnerRoot, opt.HelperImage = cli, t.TempDir(), "codeboost-helper:none"
+	d, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := &storage{owner: owner, work: objectName(KindWork, owner.AllocationID), meta: objectName(KindMeta, owner.AllocationID),
 		base: strings.Repeat("b", 40), baseline: "sha256:x", repository: t.TempDir()}
 	d.held[owner.AllocationID] = s
-	_, err = d.commit(context.Background(), s, time.Unix(1, 0))
-	if err == nil || !strings.Contains(err.Error(), "the commit's bundle is over") {
-		t.Fatalf("a commit whose bundle is %d bytes, over its bound: %v; want it refused as over the bound", over, err)
-	}
+	return d, s
 }
 
 // TestCappedKeepsAnOutputOfExactlyItsLimit: a helper's standard output is
