@@ -2,12 +2,9 @@ package app
 
 import (
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -19,17 +16,7 @@ import (
 // empty "Plan item 0:" that reads as an item to do.
 // Sweep survivor (seed 918273): app/agent.go:App.prompt:drop-guard:0ca12934.
 func TestAttemptPromptNamesItsItem(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "cb.db"), store.Options{Now: time.Now, IDs: ids.Random{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
-	if err := st.Update(func(tx *store.Tx) error {
-		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"Parse the header", "Handle empty input"}})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	st, id := twoItemTask(t)
 	present, err := st.PresentContext(id.Key())
 	if err != nil {
 		t.Fatal(err)

@@ -16,17 +16,7 @@ import (
 // plan's present revision) and no other item's, a question on the whole
 // plan, or on an item the plan does not have, carries none.
 func TestQuestionPromptNamesItsItem(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "cb.db"), store.Options{Now: time.Now, IDs: ids.Random{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
-	if err := st.Update(func(tx *store.Tx) error {
-		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"Parse the header", "Handle empty input"}})
-	}); err != nil {
-		t.Fatal(err)
-	}
+	st, id := twoItemTask(t)
 	a := &App{store: st}
 	two, nine := 2, 9
 	for _, c := range []struct {
@@ -53,4 +43,22 @@ func TestQuestionPromptNamesItsItem(t *testing.T) {
 			}
 		}
 	}
+}
+
+// twoItemTask is a Store with one task whose plan has two items, "Parse
+// the header" and "Handle empty input": what the prompt tests word.
+func twoItemTask(t *testing.T) (*store.Store, store.Identity) {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "cb.db"), store.Options{Now: time.Now, IDs: ids.Random{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	id := store.Identity{RepositoryID: "r", TaskID: "t", PlanID: "p"}
+	if err := st.Update(func(tx *store.Tx) error {
+		return tx.CreateTask(store.NewTask{Identity: id, SnapshotID: "s1", Items: []string{"Parse the header", "Handle empty input"}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return st, id
 }
