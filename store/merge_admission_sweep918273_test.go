@@ -3,7 +3,6 @@ package store_test
 import (
 	"testing"
 
-	"github.com/codeboost/codeboost/ids"
 	"github.com/codeboost/codeboost/store"
 	"github.com/codeboost/codeboost/words"
 )
@@ -19,17 +18,7 @@ func TestAdmitMergeRefusesAStaleStateVersion(t *testing.T) {
 	e := newEnv(t)
 	key := e.newTask(words.StatusInReview)
 	e.approveAll(key)
-	admit := func(sv int64) error {
-		return e.s.Update(func(tx *store.Tx) error {
-			p, err := tx.Plan(key)
-			if err != nil {
-				return err
-			}
-			_, err = tx.AdmitMerge(store.MergeAdmission{PlanKey: key, ID: ids.Random{}.UUID(), ActionID: ids.Random{}.UUID(),
-				ExpectedStateVersion: sv, ExpectedReviewVersion: p.ReviewVersion, Repo: "o/r", Number: 1, HeadSHA: "abc"})
-			return err
-		})
-	}
+	admit := func(sv int64) error { return e.admitMerge(key, sv) }
 	seen := e.task(key).StateVersion
 	e.rawExec(`UPDATE tasks SET state_version = state_version + 1 WHERE plan_key = ?`, key)
 	if err := admit(seen); store.RefusalCode(err) != store.CodeStaleVersion {

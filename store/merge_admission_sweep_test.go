@@ -15,18 +15,7 @@ import (
 // store/merge_admission.go:Tx.AdmitMerge:drop-guard:f7947d01.
 func TestAdmitMergeOnlyFromReview(t *testing.T) {
 	e := newEnv(t)
-	admit := func(key string) error {
-		task := e.task(key)
-		return e.s.Update(func(tx *store.Tx) error {
-			p, err := tx.Plan(key)
-			if err != nil {
-				return err
-			}
-			_, err = tx.AdmitMerge(store.MergeAdmission{PlanKey: key, ID: ids.Random{}.UUID(), ActionID: ids.Random{}.UUID(),
-				ExpectedStateVersion: task.StateVersion, ExpectedReviewVersion: p.ReviewVersion, Repo: "o/r", Number: 1, HeadSHA: "abc"})
-			return err
-		})
-	}
+	admit := func(key string) error { return e.admitMerge(key, e.task(key).StateVersion) }
 	for _, st := range []words.TaskStatus{words.StatusQueued, words.StatusNeedsHuman, words.StatusNeedsApproval, words.StatusPossiblyAlreadyFixed} {
 		key := e.newTask(st)
 		e.approveAll(key)
@@ -43,4 +32,18 @@ func TestAdmitMergeOnlyFromReview(t *testing.T) {
 	if err := admit(key); err != nil {
 		t.Fatalf("a merge of an approved task in review: %v, want it admitted", err)
 	}
+}
+
+// admitMerge is a merge click on key at state version sv and the plan's
+// present review version, in its own transaction.
+func (e *env) admitMerge(key string, sv int64) error {
+	return e.s.Update(func(tx *store.Tx) error {
+		p, err := tx.Plan(key)
+		if err != nil {
+			return err
+		}
+		_, err = tx.AdmitMerge(store.MergeAdmission{PlanKey: key, ID: ids.Random{}.UUID(), ActionID: ids.Random{}.UUID(),
+			ExpectedStateVersion: sv, ExpectedReviewVersion: p.ReviewVersion, Repo: "o/r", Number: 1, HeadSHA: "abc"})
+		return err
+	})
 }

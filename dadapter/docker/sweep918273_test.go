@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -63,21 +62,21 @@ func TestParseManifestRefusesACutLastRecord(t *testing.T) {
 	}
 }
 
-// helperWorld is an adapter on a fake engine with one held task storage,
-// whose volumes are the storage's own and whose every helper container
-// writes stdout to its standard output and exits 0.
+// helperWorld is an adapter on a fake engine with one held task storage:
+// a storageEngine holding the storage's own two volumes, whose every
+// helper container writes stdout to its standard output and exits 0.
 func helperWorld(t *testing.T, opt Options, stdout []byte) (*D, *storage) {
 	started := make(chan struct{})
 	owner := newOwner(dtest.NewToken())
-	_, cli := fakeEngine(t, func(w http.ResponseWriter, r *http.Request) {
+	e, cli := newStorageEngine(t)
+	for _, k := range []Kind{KindWork, KindMeta} {
+		e.volumes[objectName(k, owner.AllocationID)] = ownerLabels(owner, k)
+	}
+	e.before = func(w http.ResponseWriter, r *http.Request, path string) bool {
 		switch {
-		case strings.HasPrefix(apiPrefix.ReplaceAllString(r.URL.Path, ""), "/volumes/"):
-			k := KindWork
-			if strings.Contains(r.URL.Path, string(KindMeta)) {
-				k = KindMeta
-			}
-			json.NewEncoder(w).Encode(map[string]any{"Name": objectName(k, owner.AllocationID), "Labels": ownerLabels(owner, k)})
-		case strings.HasSuffix(r.URL.Path, "/containers/c1/attach"):
+		case !strings.HasPrefix(path, "/containers/"):
+			return false // the volumes are the storage engine's
+		case strings.HasSuffix(path, "/containers/c1/attach"):
 			attached(t, w, func(conn net.Conn) {
 				<-started
 				for sent := 0; sent < len(stdout); {
@@ -90,12 +89,13 @@ func helperWorld(t *testing.T, opt Options, stdout []byte) (*D, *storage) {
 					sent += n
 				}
 			})
-		case strings.HasSuffix(r.URL.Path, "/containers/c1/wait"):
+		case strings.HasSuffix(path, "/containers/c1/wait"):
 			w.Write([]byte(`{"StatusCode":0}`))
 		default:
 			helperEngine(w, r, started)
 		}
-	})
+		return true
+	}
 	opt.Client, opt.RunnerRoot, opt.HelperImage = cli, t.TempDir(), "codeboost-helper:none"
 	d, err := New(opt)
 	if err != nil {
